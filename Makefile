@@ -1,0 +1,63 @@
+# rrfbench: `make demo` runs the main job, `make test` passes the tests. Both bootstrap .venv.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Datasets: ../shared/datasets when it exists (read-only; caches never go there).
+SHARED_DATA := $(abspath ../shared/datasets)
+ifeq ($(wildcard $(SHARED_DATA)),)
+else
+export RRFBENCH_DATA ?= $(SHARED_DATA)
+endif
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export PYTHONUNBUFFERED := 1
+PIP := $(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt
+
+.PHONY: demo test lab bench regress lint constraints clean
+
+$(VENV)/.base:
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	touch $@
+
+$(VENV)/.dense-dev: pyproject.toml constraints.txt $(VENV)/.base
+	$(PIP) -e ".[dense,dev]"
+	touch $@
+
+$(VENV)/.notebooks: $(VENV)/.dense-dev
+	$(PIP) -e ".[dense,dev,notebooks]"
+	touch $@
+
+## demo: retrieve bm25, fts5, dense on scifact; sweep on train, report on test; presets; report.md
+demo: $(VENV)/.dense-dev
+	$(BIN)/rrfbench demo scifact
+
+## test: the whole suite (CI runs this)
+test: $(VENV)/.dense-dev
+	$(BIN)/python -m pytest -q
+
+## lab: open the notebooks in JupyterLab
+lab: $(VENV)/.notebooks
+	$(BIN)/jupyter lab notebooks/
+
+## bench: speed benchmarks (ratios against named baselines, same process)
+bench: $(VENV)/.dense-dev
+	$(BIN)/python benchmarks/bench_bm25.py
+	$(BIN)/python benchmarks/bench_fts5.py
+	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_dense.py
+
+## regress: metric-regression check against results/baselines.json
+regress: $(VENV)/.dense-dev
+	$(BIN)/rrfbench regress
+
+lint: $(VENV)/.dense-dev
+	$(BIN)/ruff check rrfbench tests benchmarks
+
+constraints: $(VENV)/.dense-dev
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^rrfbench' > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
+clean:
+	rm -rf results/runs results/index results/cache

@@ -1,0 +1,51 @@
+"""Mean and per-query effectiveness of a run against qrels, computed by ir_measures.
+
+ir_measures (pytrec_eval's trec_eval code underneath) does the arithmetic; rrfbench only fixes
+the conventions, stated here so they can be checked:
+
+* The ranking evaluated is the run's own order (score descending, ties by docid ascending;
+  see :mod:`rrfbench.runs`). The run is handed over with strictly decreasing scores in that
+  order, so trec_eval's own tie rule (docid descending) never applies.
+* A document is relevant when its grade is >= 1; nDCG uses linear gains (the grade), as
+  trec_eval's ``ndcg_cut`` does.
+* The mean is over the queries judged in the qrels. **A query judged in the qrels but absent
+  from the run scores 0** on every measure (trec_eval's ``-c``); queries in the run without
+  judgments are ignored.
+* Nothing is mutated and no global state (thread counts, logging) is touched.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .metrics import DEFAULT_METRICS, Metric, parse_metrics
+from .runs import Qrels, Run
+
+
+def evaluate_per_query(run: Run, qrels: Qrels, metrics=DEFAULT_METRICS) -> pd.DataFrame:
+    """One row per judged query (index ``qid``, sorted), one column per canonical metric name."""
+    import ir_measures
+
+    ms: list[Metric] = parse_metrics(metrics)
+    measures = {ir_measures.parse_measure(str(m)): str(m) for m in ms}
+    judged = qrels.qids
+    out = pd.DataFrame(0.0, index=pd.Index(judged, name="qid"), columns=[str(m) for m in ms])
+    run_dict = run.to_rank_dict()
+    qrels_dict = qrels.to_dict()
+    if run_dict:
+        values = {}
+        for rec in ir_measures.iter_calc(list(measures), qrels_dict, run_dict):
+            values[(rec.query_id, measures[rec.measure])] = rec.value
+        if values:
+            s = pd.Series(values)
+            table = s.unstack()
+            table = table.reindex(index=judged, columns=out.columns).fillna(0.0)
+            out = table.astype("float64")
+            out.index.name = "qid"
+    return out
+
+
+def evaluate(run: Run, qrels: Qrels, metrics=DEFAULT_METRICS) -> dict[str, float]:
+    """Mean of each metric over the judged queries (missing queries count as 0)."""
+    pq = evaluate_per_query(run, qrels, metrics)
+    return {c: float(pq[c].mean()) if len(pq) else 0.0 for c in pq.columns}

@@ -1,0 +1,156 @@
+"""Plots drawn from sweep tables (matplotlib, Agg-safe). Each returns the Figure and, given
+``path``, also saves a PNG there (atomically)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+def _plt():
+    import matplotlib
+
+    if not os.environ.get("DISPLAY") and "ipykernel" not in os.sys.modules:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path):
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+    return fig
+
+
+def _rrf_rows(table: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    t = table[table.method == "rrf"].copy()
+    if "rank_base" in t:
+        t = t[t.rank_base == 1]
+    for n in names:
+        t = t[t[f"depth_{n}"] == 0]
+    ks = t[[f"k_{n}" for n in names]].to_numpy()
+    t = t[(ks == ks[:, :1]).all(axis=1)]
+    return t.assign(k=t[f"k_{names[0]}"])
+
+
+def heatmap_k_weight(table: pd.DataFrame, names: list[str], metric: str, pair=None, path=None):
+    """Metric over k (rows) x weight share of ``pair[0]`` (columns), for two runs' RRF.
+
+    With more runs, only configurations where exactly the two runs of ``pair`` have weight
+    are used.
+    """
+    plt = _plt()
+    a, b = pair or names[:2]
+    t = _rrf_rows(table, names)
+    others = [n for n in names if n not in (a, b)]
+    for n in others:
+        t = t[t[f"w_{n}"] == 0]
+    t = t[(t[f"w_{a}"] + t[f"w_{b}"]) > 0]
+    t = t.assign(share=(t[f"w_{a}"] / (t[f"w_{a}"] + t[f"w_{b}"])).round(3))
+    grid = t.pivot_table(index="k", columns="share", values=metric, aggfunc="max")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    im = ax.imshow(grid.to_numpy(), aspect="auto", origin="lower", cmap="viridis")
+    ax.set_xticks(range(len(grid.columns)), [f"{x:.2g}" for x in grid.columns], rotation=45)
+    ax.set_yticks(range(len(grid.index)), [f"{x:g}" for x in grid.index])
+    ax.set_xlabel(f"weight share of {a} (rest: {b})")
+    ax.set_ylabel("RRF k")
+    best = np.unravel_index(np.nanargmax(grid.to_numpy()), grid.shape)
+    ax.plot(best[1], best[0], "r*", markersize=14, label=f"best {np.nanmax(grid.to_numpy()):.4f}")
+    ax.legend(loc="upper right")
+    fig.colorbar(im, ax=ax, label=metric)
+    ax.set_title(f"{metric}: RRF of {a} + {b}")
+    return _save(fig, path)
+
+
+def k_curves(table: pd.DataFrame, names: list[str], metric: str, path=None, max_lines: int = 8):
+    """Metric vs k, one line per weight vector (the best few, plus equal weights)."""
+    plt = _plt()
+    t = _rrf_rows(table, names)
+    t = t.assign(wlabel=t[[f"w_{n}" for n in names]].apply(
+        lambda r: ",".join(f"{x:g}" for x in r), axis=1))
+    best_w = t.groupby("wlabel")[metric].max().sort_values(ascending=False)
+    keep = list(best_w.index[:max_lines])
+    eq = ",".join(["1"] * len(names))
+    eq_alt = ",".join(f"{1 / len(names):g}" for _ in names)
+    for cand in (eq, eq_alt):
+        if cand in best_w.index and cand not in keep:
+            keep.append(cand)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for wl in keep:
+        s = t[t.wlabel == wl].groupby("k")[metric].max()
+        ax.plot(s.index, s.values, marker="o", ms=3, label=f"w=({wl})")
+    ax.set_xscale("log")
+    ax.set_xlabel("RRF k (log)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} vs k ({' / '.join(names)})")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def ternary(table: pd.DataFrame, names: list[str], metric: str, k: float | None = None, path=None):
+    """Three runs' weight simplex coloured by the metric (best over k, or at one ``k``)."""
+    plt = _plt()
+    if len(names) != 3:
+        raise ValueError("ternary needs exactly three runs")
+    t = _rrf_rows(table, names)
+    if k is not None:
+        t = t[t.k == k]
+    w = t[[f"w_{n}" for n in names]].to_numpy()
+    w = w / w.sum(axis=1, keepdims=True)
+    t = t.assign(**{f"s{i}": w[:, i].round(3) for i in range(3)})
+    g = t.groupby(["s0", "s1", "s2"])[metric].max().reset_index()
+    x = g.s1 + 0.5 * g.s2
+    y = (np.sqrt(3) / 2) * g.s2
+    fig, ax = plt.subplots(figsize=(6.5, 5.5))
+    sc = ax.scatter(x, y, c=g[metric], cmap="viridis", s=120, marker="h")
+    i = int(np.argmax(g[metric].to_numpy()))
+    ax.plot(x.iloc[i], y.iloc[i], "r*", ms=16, label=f"best {g[metric].iloc[i]:.4f}")
+    for (px, py), n in zip([(0, 0), (1, 0), (0.5, np.sqrt(3) / 2)], names, strict=True):
+        ax.annotate(n, (px, py), textcoords="offset points", xytext=(0, -14 if py == 0 else 6),
+                    ha="center", fontweight="bold")
+    ax.plot([0, 1, 0.5, 0], [0, 0, np.sqrt(3) / 2, 0], "k-", lw=0.8)
+    ax.set_axis_off()
+    ax.legend(loc="upper right")
+    fig.colorbar(sc, ax=ax, label=metric, shrink=0.8)
+    ax.set_title(f"{metric} over RRF weights ({'best k' if k is None else f'k={k:g}'})")
+    return _save(fig, path)
+
+
+def win_loss(tuned, baseline, metric: str, baseline_name: str, path=None):
+    """Per-query difference tuned - baseline, sorted: wins above zero, losses below."""
+    plt = _plt()
+    d = np.sort(np.asarray(tuned) - np.asarray(baseline))[::-1]
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    colors = np.where(d > 0, "tab:green", np.where(d < 0, "tab:red", "tab:gray"))
+    ax.bar(np.arange(len(d)), d, color=colors, width=1.0)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xlabel("queries (sorted)")
+    ax.set_ylabel(f"delta {metric}")
+    ax.set_title(f"tuned vs {baseline_name}: {int((d > 0).sum())} wins, "
+                 f"{int((d < 0).sum())} losses, {int((d == 0).sum())} ties")
+    return _save(fig, path)
+
+
+def method_comparison(table: pd.DataFrame, metric: str, path=None):
+    """Best value per fusion family (rrf, convex x norm x missing, combsum, combmnz)."""
+    plt = _plt()
+    fam = table.method + table.norm.where(table.norm == "", " " + table.norm) + \
+        table.missing.where(table.missing == "", " /" + table.missing)
+    s = table.assign(family=fam).groupby("family")[metric].max().sort_values()
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(s) + 1.2))
+    ax.barh(s.index, s.values, color="tab:blue")
+    ax.set_xlim(s.min() - 0.02, s.max() + 0.01)
+    for i, v in enumerate(s.values):
+        ax.text(v, i, f" {v:.4f}", va="center", fontsize=8)
+    ax.set_xlabel(f"best {metric}")
+    ax.set_title("fusion families (best configuration of each)")
+    return _save(fig, path)

@@ -1,0 +1,90 @@
+"""BM25Okapi from rank-bm25, the keyword side of systems built on it (Zeus uses it with jieba).
+
+rank-bm25 scores every document in Python/NumPy (k1=1.5, b=0.75, epsilon=0.25 by default:
+the library's own defaults, which is what a system calling ``BM25Okapi(corpus)`` gets).
+Tokenisers:
+
+* ``regex``: lowercased ``\\w+`` runs;
+* ``jieba``: ``jieba.lcut(text)`` with whitespace-only tokens dropped and no lowercasing,
+  what a ``BM25Okapi([jieba.lcut(doc) ...])`` deployment does to English text.
+
+Only documents sharing at least one token with the query enter the run.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..runs import Run
+from .base import lib_versions
+
+_WORD = re.compile(r"\w+")
+
+
+def regex_tokenize(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def jieba_tokenize(text: str) -> list[str]:
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return [t for t in jieba.lcut(text) if t.strip()]
+
+
+TOKENIZERS = {"regex": regex_tokenize, "jieba": jieba_tokenize}
+
+
+class RankBM25Retriever:
+    def __init__(self, tokenizer: str = "regex", k1: float = 1.5, b: float = 0.75,
+                 epsilon: float = 0.25):
+        if tokenizer not in TOKENIZERS:
+            raise ValueError(f"unknown rank_bm25 tokenizer {tokenizer!r}; choose from {sorted(TOKENIZERS)}")
+        self.tokenizer, self.k1, self.b, self.epsilon = tokenizer, float(k1), float(b), float(epsilon)
+        self.name = "rank_bm25" if tokenizer == "regex" else f"rank_bm25-{tokenizer}"
+        self._index = None
+
+    def params(self) -> dict:
+        return {"tokenizer": self.tokenizer, "k1": self.k1, "b": self.b, "epsilon": self.epsilon,
+                "text": "title + ' ' + text"}
+
+    def versions(self) -> dict:
+        out = lib_versions("rank-bm25")
+        if self.tokenizer == "jieba":
+            out.update(lib_versions("jieba"))
+        return out
+
+    def index(self, dataset):
+        from rank_bm25 import BM25Okapi
+
+        if self._index is None or self._index[0] != dataset.fingerprint:
+            tok = TOKENIZERS[self.tokenizer]
+            model = BM25Okapi([tok(t) for t in dataset.doc_texts()], k1=self.k1, b=self.b,
+                              epsilon=self.epsilon)
+            postings: dict[str, list[int]] = {}
+            for i, freqs in enumerate(model.doc_freqs):
+                for t in freqs:
+                    postings.setdefault(t, []).append(i)
+            self._index = (dataset.fingerprint, model,
+                           np.asarray(dataset.corpus.docid, dtype=object), postings)
+        return self._index[1], self._index[2], self._index[3]
+
+    def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:
+        model, docids, postings = self.index(dataset)
+        tok = TOKENIZERS[self.tokenizer]
+        frames = []
+        for qid, text in zip(queries.qid, queries.text, strict=True):
+            qt = [t for t in tok(text) if t in model.idf]
+            if not qt:
+                continue
+            scores = model.get_scores(qt)
+            idx = np.unique(np.concatenate([postings[t] for t in qt]))
+            top = idx[np.lexsort((docids[idx], -scores[idx]))][:depth]
+            frames.append(pd.DataFrame({"qid": qid, "docid": docids[top], "score": scores[top]}))
+        df = pd.concat(frames) if frames else pd.DataFrame(columns=["qid", "docid", "score"])
+        return Run(df, self.name)

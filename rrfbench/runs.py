@@ -1,0 +1,328 @@
+"""Runs and qrels as plain tables, with the one rank convention used everywhere.
+
+A :class:`Run` is a table with columns ``qid`` (str), ``docid`` (str), ``score`` (float64) and
+``rank`` (int64). Ranks are **1-based** and always recomputed from the scores: sorted by score
+descending, ties broken by docid ascending (string order). A TREC file's own rank column is
+ignored on read. Everything downstream (evaluation, fusion, sweeps) follows this order, so two
+tools never disagree about which of two tied documents comes first.
+
+A :class:`Qrels` is a table ``qid``, ``docid``, ``relevance`` (int, graded relevance kept).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+RUN_COLUMNS = ["qid", "docid", "score", "rank"]
+QRELS_COLUMNS = ["qid", "docid", "relevance"]
+
+
+def _open_text(path: Path, mode: str = "rt"):
+    if str(path).endswith(".gz"):
+        return gzip.open(path, mode, encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) atomically; ``.gz`` paths are gzip-compressed (mtime 0, reproducible)."""
+    data = text.encode("utf-8")
+    if str(path).endswith(".gz"):
+        buf = io.BytesIO()
+        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
+            gz.write(data)
+        data = buf.getvalue()
+    atomic_write_bytes(path, data)
+
+
+def rank_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Sort ``(qid, docid, score)`` rows by qid, score desc, docid asc and add 1-based ``rank``."""
+    out = df[["qid", "docid", "score"]].copy()
+    out["qid"] = out["qid"].astype(str)
+    out["docid"] = out["docid"].astype(str)
+    out["score"] = out["score"].astype(np.float64)
+    out = out.sort_values(["qid", "score", "docid"], ascending=[True, False, True], kind="mergesort")
+    out["rank"] = out.groupby("qid", sort=False).cumcount().astype(np.int64) + 1
+    return out.reset_index(drop=True)
+
+
+class Run:
+    """A ranked result list for many queries: a table ``qid, docid, score, rank``.
+
+    Build one with :meth:`from_trec`, :meth:`from_pandas`, :meth:`from_polars`,
+    :meth:`from_ranx` or :meth:`from_dict`; ranks are recomputed on construction (see module
+    docstring). ``name`` labels the run in tables and fused runs. Runs are immutable by
+    convention: methods return new runs.
+    """
+
+    def __init__(self, df: pd.DataFrame, name: str = "run", *, _ranked: bool = False):
+        missing = {"qid", "docid", "score"} - set(df.columns)
+        if missing:
+            raise InputError(f"a run needs columns qid, docid, score; missing {sorted(missing)}")
+        self.df = df[RUN_COLUMNS].reset_index(drop=True) if _ranked else rank_table(df)
+        self.name = name
+        dup = self.df.duplicated(["qid", "docid"])
+        if dup.any():
+            row = self.df[dup].iloc[0]
+            raise InputError(f"duplicate (qid, docid) ({row.qid}, {row.docid}) in run {name!r}")
+
+    # -- construction -----------------------------------------------------------------------
+    @classmethod
+    def from_pandas(cls, df: pd.DataFrame, name: str = "run") -> Run:
+        """From a DataFrame with columns qid, docid, score (a rank column is ignored)."""
+        return cls(df, name)
+
+    @classmethod
+    def from_polars(cls, df, name: str = "run") -> Run:
+        """From a polars DataFrame with columns qid, docid, score."""
+        return cls(df.select(["qid", "docid", "score"]).to_pandas(), name)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Mapping[str, float]], name: str = "run") -> Run:
+        """From ``{qid: {docid: score}}`` (the pytrec_eval / ranx shape)."""
+        rows = [(q, doc, float(s)) for q, docs in d.items() for doc, s in docs.items()]
+        return cls(pd.DataFrame(rows, columns=["qid", "docid", "score"]), name)
+
+    @classmethod
+    def from_ranx(cls, run, name: str | None = None) -> Run:
+        """From a ``ranx.Run``."""
+        return cls.from_dict(run.to_dict(), name or (run.name or "run"))
+
+    @classmethod
+    def from_trec(cls, path: str | Path, name: str | None = None) -> Run:
+        """Read a TREC run file (``qid Q0 docid rank score tag``; plain or ``.gz``).
+
+        The rank column is ignored; ranks are recomputed from the scores. Raises
+        :class:`InputError` naming the file and line for a wrong column count, a non-numeric
+        score, or a duplicate (qid, docid) (naming both lines).
+        """
+        path = Path(path)
+        if not path.exists():
+            raise InputError("run file not found", path)
+        qids: list[str] = []
+        docids: list[str] = []
+        scores: list[float] = []
+        seen: dict[tuple[str, str], int] = {}
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                parts = line.split()
+                if not parts:
+                    continue
+                if len(parts) != 6:
+                    raise InputError(
+                        f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
+                        path, lineno)
+                qid, _, docid, _, score_s, _ = parts
+                try:
+                    score = float(score_s)
+                except ValueError:
+                    raise InputError(f"score {score_s!r} is not a number", path, lineno) from None
+                if not np.isfinite(score):
+                    raise InputError(f"score {score_s!r} is not finite", path, lineno)
+                key = (qid, docid)
+                if key in seen:
+                    raise InputError(
+                        f"duplicate (qid, docid) ({qid}, {docid}); first seen on line {seen[key]}",
+                        path, lineno)
+                seen[key] = lineno
+                qids.append(qid)
+                docids.append(docid)
+                scores.append(score)
+        df = pd.DataFrame({"qid": qids, "docid": docids, "score": scores})
+        if name is None:
+            name = path.name.split(".")[0]
+        return cls(df, name)
+
+    # -- output -----------------------------------------------------------------------------
+    def to_pandas(self) -> pd.DataFrame:
+        """A copy of the table (qid, docid, score, rank)."""
+        return self.df.copy()
+
+    def to_polars(self):
+        """The table as a polars DataFrame."""
+        import polars as pl
+
+        return pl.from_pandas(self.df)
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """``{qid: {docid: score}}`` in rank order."""
+        out: dict[str, dict[str, float]] = {}
+        for qid, docid, score in zip(self.df.qid, self.df.docid, self.df.score, strict=True):
+            out.setdefault(qid, {})[docid] = float(score)
+        return out
+
+    def to_rank_dict(self) -> dict[str, dict[str, float]]:
+        """``{qid: {docid: n - rank + 1}}``: strictly decreasing scores in this run's order.
+
+        Hand this to any evaluator (ranx, pytrec_eval, ir_measures) and it sees exactly this
+        run's order, whatever its own tie rule is.
+        """
+        out: dict[str, dict[str, float]] = {}
+        n = len(self.df) + 1
+        for qid, docid, rank in zip(self.df.qid, self.df.docid, self.df["rank"], strict=True):
+            out.setdefault(qid, {})[docid] = float(n - rank)
+        return out
+
+    def to_ranx(self):
+        """A ``ranx.Run`` with the same scores (note: ranx breaks ties its own way)."""
+        import ranx
+
+        return ranx.Run(self.to_dict(), name=self.name)
+
+    def to_trec(self, path: str | Path, tag: str | None = None) -> Path:
+        """Write the run as TREC 6-column text (``.gz`` compresses), atomically."""
+        tag = tag or self.name
+        lines = [
+            f"{q} Q0 {d} {r} {s!r} {tag}\n"
+            for q, d, r, s in zip(self.df.qid, self.df.docid, self.df["rank"], self.df.score,
+                                  strict=True)
+        ]
+        atomic_write_text(path, "".join(lines))
+        return Path(path)
+
+    # -- views ------------------------------------------------------------------------------
+    @property
+    def qids(self) -> list[str]:
+        """Query ids present in the run (sorted)."""
+        return sorted(self.df.qid.unique())
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, {self.df.qid.nunique()} queries, {len(self.df)} rows)"
+
+    def cut(self, depth: int) -> Run:
+        """Keep each query's top ``depth`` documents."""
+        return Run(self.df[self.df["rank"] <= depth], self.name, _ranked=True)
+
+    def rename(self, name: str) -> Run:
+        return Run(self.df, name, _ranked=True)
+
+    def subset(self, qids: Iterable[str]) -> Run:
+        """Only the given queries."""
+        keep = set(map(str, qids))
+        return Run(self.df[self.df.qid.isin(keep)], self.name, _ranked=True)
+
+    def equals(self, other: Run) -> bool:
+        a, b = self.df, other.df
+        return (len(a) == len(b) and a.qid.tolist() == b.qid.tolist()
+                and a.docid.tolist() == b.docid.tolist() and np.allclose(a.score, b.score))
+
+
+class Qrels:
+    """Relevance judgments: a table ``qid, docid, relevance`` (graded; ints)."""
+
+    def __init__(self, df: pd.DataFrame, name: str = "qrels"):
+        out = df[QRELS_COLUMNS].copy()
+        out["qid"] = out["qid"].astype(str)
+        out["docid"] = out["docid"].astype(str)
+        out["relevance"] = out["relevance"].astype(np.int64)
+        self.df = out.sort_values(["qid", "docid"], kind="mergesort").reset_index(drop=True)
+        self.name = name
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Mapping[str, int]], name: str = "qrels") -> Qrels:
+        rows = [(q, doc, int(r)) for q, docs in d.items() for doc, r in docs.items()]
+        return cls(pd.DataFrame(rows, columns=QRELS_COLUMNS), name)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Qrels:
+        """Read TREC 4-column qrels (``qid 0 docid rel``) or BEIR tsv (header ``query-id``...).
+
+        Raises :class:`InputError` naming file and line for malformed lines.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise InputError("qrels file not found", path)
+        rows = []
+        seen: dict[tuple[str, str], int] = {}
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                parts = line.split()
+                if not parts:
+                    continue
+                if lineno == 1 and parts[0] in ("query-id", "qid", "query_id"):
+                    continue  # BEIR header
+                if len(parts) == 4:
+                    qid, _, docid, rel_s = parts
+                elif len(parts) == 3:
+                    qid, docid, rel_s = parts
+                else:
+                    raise InputError(
+                        f"expected 3 (BEIR tsv) or 4 (TREC) columns, found {len(parts)}",
+                        path, lineno)
+                try:
+                    rel = int(float(rel_s))
+                except ValueError:
+                    raise InputError(f"relevance {rel_s!r} is not a number", path, lineno) from None
+                if (qid, docid) in seen:
+                    raise InputError(
+                        f"duplicate judgment ({qid}, {docid}); first on line {seen[qid, docid]}",
+                        path, lineno)
+                seen[qid, docid] = lineno
+                rows.append((qid, docid, rel))
+        return cls(pd.DataFrame(rows, columns=QRELS_COLUMNS), path.stem)
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for q, d, r in zip(self.df.qid, self.df.docid, self.df.relevance, strict=True):
+            out.setdefault(q, {})[d] = int(r)
+        return out
+
+    def to_ranx(self):
+        import ranx
+
+        return ranx.Qrels(self.to_dict(), name=self.name)
+
+    def to_pandas(self) -> pd.DataFrame:
+        return self.df.copy()
+
+    def to_polars(self):
+        import polars as pl
+
+        return pl.from_pandas(self.df)
+
+    def to_trec(self, path: str | Path) -> Path:
+        lines = [f"{q} 0 {d} {r}\n" for q, d, r in
+                 zip(self.df.qid, self.df.docid, self.df.relevance, strict=True)]
+        atomic_write_text(path, "".join(lines))
+        return Path(path)
+
+    @property
+    def qids(self) -> list[str]:
+        return sorted(self.df.qid.unique())
+
+    def subset(self, qids: Iterable[str]) -> Qrels:
+        keep = set(map(str, qids))
+        return Qrels(self.df[self.df.qid.isin(keep)], self.name)
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def __repr__(self) -> str:
+        return f"Qrels({self.name!r}, {self.df.qid.nunique()} queries, {len(self.df)} judgments)"

@@ -1,0 +1,322 @@
+"""Sweeps: evaluate a whole grid of fusion configurations at once, resumably.
+
+:class:`FusionEngine` builds, once, each query's candidate union (documents of any run, in
+docid order) and each run's rank (and normalised score) per candidate, plus the qrels' gains.
+:meth:`FusionEngine.evaluate` then scores many configurations per pass in a numba kernel
+(:mod:`rrfbench._kernels`) that computes every metric from the fused ranks of the relevant
+documents only - the same numbers as :func:`rrfbench.fusion.rrf` + :func:`rrfbench.evaluate`
+(checked in tests), thousands of times faster.
+
+:func:`run_sweep` walks a grid in chunks, appends each finished chunk to
+``<out>/sweep.parts/`` atomically and writes ``<out>/sweep.parquet`` at the end: a killed sweep
+restarts where it stopped. The table has one row per configuration (its parameters and the
+mean of each metric) and keeps the per-query values of the first metric (``per_query``) for
+statistics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import _kernels as K
+from .fusion import normalise, _theoretical_min
+from .metrics import DEFAULT_METRICS, parse_metrics
+from .runs import Qrels, Run
+
+METHODS = ("rrf", "convex", "combsum", "combmnz")
+ABSENT = np.inf
+NO_DEPTH = 1e15
+_FAMILY = {"nDCG": K.NDCG, "R": K.RECALL, "RR": K.RR, "AP": K.AP, "P": K.PREC}
+_NORMS = ("minmax", "zscore", "tmm", "none")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One fusion configuration; per-run tuples follow the engine's run order."""
+
+    method: str = "rrf"
+    k: tuple = (60.0,)
+    weights: tuple = (1.0,)
+    depth: tuple = (None,)
+    rank_base: int = 1
+    norm: str | None = None
+    missing: str | None = None
+    limit: int | None = None
+
+    def label(self, names: list[str]) -> str:
+        w = ",".join(f"{x:g}" for x in self.weights)
+        if self.method == "rrf":
+            ks = self.k[0] if len(set(self.k)) == 1 else ",".join(f"{x:g}" for x in self.k)
+            extra = "" if set(self.depth) == {None} else " depth=" + ",".join(map(str, self.depth))
+            base = "" if self.rank_base == 1 else f" base={self.rank_base}"
+            return f"rrf k={ks:g} w={w}{extra}{base}" if np.isscalar(ks) else f"rrf k={ks} w={w}{extra}{base}"
+        if self.method == "convex":
+            return f"convex {self.norm} w={w} missing={self.missing}"
+        return f"{self.method} {self.norm} missing={self.missing}"
+
+    def row(self, names: list[str]) -> dict:
+        """Flat columns for the sweep table."""
+        out = {"method": self.method, "label": self.label(names), "rank_base": self.rank_base,
+               "norm": self.norm or "", "missing": self.missing or "",
+               "limit": self.limit or 0}
+        for i, n in enumerate(names):
+            out[f"k_{n}"] = float(self.k[i])
+            out[f"w_{n}"] = float(self.weights[i])
+            out[f"depth_{n}"] = int(self.depth[i]) if self.depth[i] is not None else 0
+        return out
+
+    def fuse(self, runs: list[Run]) -> Run:
+        """The fused run this configuration describes (reference path, for checks)."""
+        from .fusion import rrf, score_fusion
+
+        if self.method == "rrf":
+            return rrf(runs, k=list(self.k), weights=list(self.weights), rank_base=self.rank_base,
+                       depth=list(self.depth), limit=self.limit)
+        return score_fusion(runs, method=self.method, norm=self.norm, weights=list(self.weights),
+                            missing=self.missing, limit=self.limit)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def simplex_weights(n: int, step: float = 0.1) -> list[tuple]:
+    """All weight vectors on the simplex with the given step (integer arithmetic: no float drift).
+
+    Each vector sums to 1; vectors with zeros (single runs, pairs) are included.
+    """
+    m = round(1 / step)
+    out = []
+    for combo in itertools.product(range(m + 1), repeat=n):
+        if sum(combo) == m:
+            out.append(tuple(round(c / m, 10) for c in combo))
+    return out
+
+
+def make_grid(n_runs: int, methods=("rrf",), k=(60,), weights=None, depth=(None,),
+              per_run_k: bool = False, rank_base=(1,), norms=("minmax", "zscore"),
+              missing=("zero",), limit=None, weight_step: float = 0.1) -> list[Config]:
+    """The cartesian grid, in a fixed order (its position is the ``config_id``)."""
+    wgrid = [tuple(map(float, w)) for w in weights] if weights is not None else simplex_weights(n_runs, weight_step)
+    wgrid = [w for w in wgrid if sum(w) > 0]
+    out: list[Config] = []
+    for method in methods:
+        if method == "rrf":
+            kgrid = list(itertools.product(k, repeat=n_runs)) if per_run_k else [(x,) * n_runs for x in k]
+            dgrid = [d if isinstance(d, tuple) else (d,) * n_runs for d in depth]
+            for kk, w, d, b in itertools.product(kgrid, wgrid, dgrid, rank_base):
+                out.append(Config("rrf", tuple(map(float, kk)), w, d, int(b), None, None, limit))
+        elif method == "convex":
+            for norm, w, miss in itertools.product(norms, wgrid, missing):
+                out.append(Config("convex", (0.0,) * n_runs, w, (None,) * n_runs, 1, norm, miss, limit))
+        elif method in ("combsum", "combmnz"):
+            for norm, miss in itertools.product(norms, missing):
+                out.append(Config(method, (0.0,) * n_runs, (1.0,) * n_runs, (None,) * n_runs, 1,
+                                  norm, miss, limit))
+        else:
+            raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
+    return out
+
+
+@dataclass
+class FusionEngine:
+    """Precomputed candidates, ranks, normalised scores and gains for fast sweeps."""
+
+    runs: list[Run]
+    qrels: Qrels
+    metrics: tuple = DEFAULT_METRICS
+    qids: list[str] = field(init=False)
+
+    def __post_init__(self):
+        self.metric_objs = parse_metrics(self.metrics)
+        self.metric_names = [str(m) for m in self.metric_objs]
+        self.names = [r.name for r in self.runs]
+        self.qids = self.qrels.qids
+        qpos = {q: i for i, q in enumerate(self.qids)}
+        judged = set(self.qids)
+        parts = [r.df[r.df.qid.isin(judged)][["qid", "docid"]] for r in self.runs]
+        cand = pd.concat(parts).drop_duplicates()
+        cand = cand.assign(qi=cand.qid.map(qpos)).sort_values(["qi", "docid"], kind="mergesort")
+        cand = cand.reset_index(drop=True)
+        self.cand = cand
+        n = len(cand)
+        counts = np.bincount(cand.qi.to_numpy(), minlength=len(self.qids))
+        self.qstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        key = pd.Index(cand.qid + "\x00" + cand.docid)
+        self._key = key
+        R = len(self.runs)
+        self.ranks = np.full((n, R), ABSENT)
+        self._pos = []
+        for r, run in enumerate(self.runs):
+            df = run.df[run.df.qid.isin(judged)]
+            pos = key.get_indexer(df.qid + "\x00" + df.docid)
+            self.ranks[pos, r] = df["rank"].to_numpy(dtype=np.float64)
+            self._pos.append((pos, df))
+        # relevant documents, gains, ideal DCG
+        qr = self.qrels.df[self.qrels.df.relevance > 0]
+        qr = qr.assign(qi=qr.qid.map(qpos)).sort_values(["qi", "docid"], kind="mergesort")
+        rel_counts = np.bincount(qr.qi.to_numpy(), minlength=len(self.qids))
+        self.rel_start = np.concatenate([[0], np.cumsum(rel_counts)]).astype(np.int64)
+        self.rel_cand = key.get_indexer(qr.qid + "\x00" + qr.docid).astype(np.int64)
+        self.rel_gain = qr.relevance.to_numpy(dtype=np.float64)
+        self.n_rel = rel_counts.astype(np.int64)
+        self.fam = np.array([_FAMILY[m.family] for m in self.metric_objs], dtype=np.int64)
+        self.cut = np.array([m.cutoff or K.INF_RANK for m in self.metric_objs], dtype=np.int64)
+        self.idcg = np.zeros((len(self.qids), len(self.metric_objs)))
+        grades = {q: np.sort(g.to_numpy(dtype=np.float64))[::-1]
+                  for q, g in qr.groupby("qid").relevance}
+        for qi, q in enumerate(self.qids):
+            g = grades.get(q)
+            if g is None:
+                continue
+            for m, mo in enumerate(self.metric_objs):
+                if mo.family == "nDCG":
+                    top = g[: (mo.cutoff or len(g))]
+                    self.idcg[qi, m] = np.sum(top / np.log2(np.arange(2, len(top) + 2)))
+        self._norm_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _normvals(self, norms: list[str]):
+        """(n_norm, N, R) normalised scores and (n_norm, 2, Q, R) missing values (zero, min)."""
+        n, R, Q = len(self.cand), len(self.runs), len(self.qids)
+        vals = np.zeros((max(len(norms), 1), n, R))
+        miss = np.zeros((max(len(norms), 1), 2, Q, R))
+        qpos = {q: i for i, q in enumerate(self.qids)}
+        for i, norm in enumerate(norms):
+            if norm not in self._norm_cache:
+                v = np.zeros((n, R))
+                mv = np.zeros((Q, R))
+                for r, (pos, df) in enumerate(self._pos):
+                    nv = normalise(df, norm, _theoretical_min(self.runs[r])).to_numpy()
+                    v[pos, r] = nv
+                    mins = pd.Series(nv).groupby(df.qid.to_numpy()).min()
+                    mv[[qpos[q] for q in mins.index], r] = mins.to_numpy()
+                self._norm_cache[norm] = (v, mv)
+            vals[i], miss[i, 1] = self._norm_cache[norm]
+        return vals, miss
+
+    def evaluate(self, configs: list[Config]) -> np.ndarray:
+        """Per-query metric values, shape (configs, metrics, queries)."""
+        C, R = len(configs), len(self.runs)
+        modes = np.zeros(C, dtype=np.int64)
+        ks = np.zeros((C, R))
+        ws = np.zeros((C, R))
+        depths = np.full((C, R), NO_DEPTH)
+        bases = np.zeros(C)
+        limits = np.zeros(C, dtype=np.int64)
+        norm_idx = np.zeros(C, dtype=np.int64)
+        miss_idx = np.zeros(C, dtype=np.int64)
+        norms = sorted({c.norm for c in configs if c.method != "rrf"})
+        for i, c in enumerate(configs):
+            if len(c.weights) != R or len(c.k) != R or len(c.depth) != R:
+                raise ValueError(f"config {c} does not have one k/weight/depth per run ({R})")
+            modes[i] = {"rrf": K.MODE_RRF, "convex": K.MODE_SUM, "combsum": K.MODE_SUM,
+                        "combmnz": K.MODE_MNZ}[c.method]
+            ks[i] = c.k
+            ws[i] = c.weights
+            depths[i] = [NO_DEPTH if d is None else d for d in c.depth]
+            bases[i] = c.rank_base
+            limits[i] = c.limit or 0
+            if c.method != "rrf":
+                if any(d is not None for d in c.depth):
+                    raise ValueError("score-fusion sweeps use each run's full depth")
+                norm_idx[i] = norms.index(c.norm)
+                miss_idx[i] = 1 if c.missing == "min" else 0
+        normvals, missvals = self._normvals(norms)
+        out = np.zeros((C, len(self.fam), len(self.qids)))
+        K.sweep_kernel(self.qstart, self.ranks, normvals, missvals, self.rel_start,
+                       self.rel_cand, self.rel_gain, self.n_rel, self.idcg, self.fam, self.cut,
+                       modes, ks, ws, depths, bases, norm_idx, miss_idx, limits, out)
+        return out
+
+    def table(self, configs: list[Config], start_id: int = 0) -> pd.DataFrame:
+        """Sweep rows for ``configs``: parameters, metric means, per-query first metric."""
+        pq = self.evaluate(configs)
+        rows = []
+        for i, c in enumerate(configs):
+            row = {"config_id": start_id + i, **c.row(self.names)}
+            for m, name in enumerate(self.metric_names):
+                row[name] = float(pq[i, m].mean()) if pq.shape[2] else 0.0
+            row["per_query"] = pq[i, 0].tolist()
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def subset(self, qids) -> FusionEngine:
+        """An engine over only some judged queries (for folds)."""
+        return FusionEngine(self.runs, self.qrels.subset(qids), self.metrics)
+
+
+def grid_hash(engine: FusionEngine, configs: list[Config]) -> str:
+    blob = json.dumps({"runs": engine.names, "metrics": engine.metric_names,
+                       "qids": engine.qids, "configs": [c.to_json() for c in configs],
+                       "run_rows": [len(r) for r in engine.runs]}, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def run_sweep(engine: FusionEngine, configs: list[Config], out: str | Path | None = None,
+              chunk_size: int = 256, progress: bool = True, name: str = "sweep") -> pd.DataFrame:
+    """Evaluate ``configs``; with ``out``, write ``out/<name>.parquet`` resumably (see module doc)."""
+    from tqdm.auto import tqdm
+
+    if out is None:
+        return engine.table(configs)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    final = out / f"{name}.parquet"
+    h = grid_hash(engine, configs)
+    if final.exists():
+        done = pd.read_parquet(final)
+        if len(done) == len(configs) and "grid_hash" in done and (done.grid_hash == h).all():
+            return done
+    parts = out / f"{name}.parts"
+    meta = parts / "grid.json"
+    if parts.exists() and (not meta.exists() or json.loads(meta.read_text()).get("hash") != h):
+        shutil.rmtree(parts)
+    parts.mkdir(parents=True, exist_ok=True)
+    meta.write_text(json.dumps({"hash": h, "n_configs": len(configs), "chunk_size": chunk_size}))
+    n_chunks = (len(configs) + chunk_size - 1) // chunk_size
+    delay = float(os.environ.get("RRFBENCH_SWEEP_CHUNK_DELAY", "0") or 0)  # for kill/resume tests
+    todo = [i for i in range(n_chunks) if not (parts / f"chunk-{i:05d}.parquet").exists()]
+    bar = tqdm(total=len(configs), desc=f"sweep {len(configs)} configs", disable=not progress,
+               initial=(n_chunks - len(todo)) * chunk_size if todo else len(configs), unit="cfg")
+    for i in todo:
+        chunk = configs[i * chunk_size:(i + 1) * chunk_size]
+        table = engine.table(chunk, start_id=i * chunk_size).assign(grid_hash=h)
+        _write_parquet(table, parts / f"chunk-{i:05d}.parquet")
+        bar.update(len(chunk))
+        if delay:
+            import time
+
+            time.sleep(delay)
+    bar.close()
+    tables = [pd.read_parquet(parts / f"chunk-{i:05d}.parquet") for i in range(n_chunks)]
+    result = pd.concat(tables, ignore_index=True)
+    _write_parquet(result, final)
+    shutil.rmtree(parts, ignore_errors=True)
+    return result
+
+
+def configs_from_table(table: pd.DataFrame, names: list[str]) -> list[Config]:
+    """Rebuild :class:`Config` objects from sweep rows."""
+    out = []
+    for row in table.itertuples(index=False):
+        r = row._asdict()
+        out.append(Config(
+            method=r["method"], k=tuple(float(r[f"k_{n}"]) for n in names),
+            weights=tuple(float(r[f"w_{n}"]) for n in names),
+            depth=tuple(int(r[f"depth_{n}"]) or None for n in names), rank_base=int(r["rank_base"]),
+            norm=r["norm"] or None, missing=r["missing"] or None, limit=int(r["limit"]) or None))
+    return out

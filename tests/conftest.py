@@ -1,0 +1,92 @@
+"""Shared fixtures. Real data comes from $RRFBENCH_DATA (../shared/datasets in CI).
+
+Runs and indexes go to a per-session temporary results folder; dense embeddings use the
+per-machine cache ($RRFBENCH_CACHE), as in normal use, so they are computed once per machine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if not os.environ.get("RRFBENCH_DATA") and (ROOT.parent / "shared" / "datasets").is_dir():
+    os.environ["RRFBENCH_DATA"] = str(ROOT.parent / "shared" / "datasets")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _have(name: str) -> bool:
+    from rrfbench.datasets import available_datasets
+
+    return name in dict(available_datasets())
+
+
+needs_scifact = pytest.mark.skipif(not _have("scifact"), reason="scifact not on RRFBENCH_DATA")
+needs_cranfield = pytest.mark.skipif(not _have("cranfield"), reason="cranfield not on RRFBENCH_DATA")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def results_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    old = os.environ.get("RRFBENCH_RESULTS")
+    os.environ["RRFBENCH_RESULTS"] = str(root)
+    yield root
+    if old is None:
+        os.environ.pop("RRFBENCH_RESULTS", None)
+    else:
+        os.environ["RRFBENCH_RESULTS"] = old
+
+
+@pytest.fixture(scope="session")
+def scifact():
+    from rrfbench import load_dataset
+
+    if not _have("scifact"):
+        pytest.skip("scifact not on RRFBENCH_DATA")
+    return load_dataset("scifact")
+
+
+@pytest.fixture(scope="session")
+def cranfield():
+    from rrfbench import load_dataset
+
+    if not _have("cranfield"):
+        pytest.skip("cranfield not on RRFBENCH_DATA")
+    return load_dataset("cranfield")
+
+
+@pytest.fixture(scope="session")
+def run_of():
+    """run_of(dataset, spec, split='test', depth=1000) -> Run, cached for the session."""
+    from rrfbench.retrievers import cached_run, make_retriever
+
+    memo = {}
+
+    def get(ds, spec, split="test", depth=1000):
+        key = (ds.name, spec, split, depth)
+        if key not in memo:
+            kw = {"show_progress": False} if spec.startswith("dense") else {}
+            memo[key] = cached_run(make_retriever(spec, **kw), ds, split, depth).run
+        return memo[key]
+
+    return get
+
+
+@pytest.fixture()
+def tiny_beir(tmp_path):
+    """A 4-document BEIR folder written on the fly."""
+    d = tmp_path / "tiny"
+    (d / "qrels").mkdir(parents=True)
+    (d / "corpus.jsonl").write_text(
+        '{"_id": "d1", "title": "Apples", "text": "red apples and green apples"}\n'
+        '{"_id": "d2", "title": "Pears", "text": "pears are green"}\n'
+        '{"_id": "d3", "title": "Cars", "text": "fast red cars"}\n'
+        '{"_id": "d4", "title": "", "text": "nothing to see"}\n')
+    (d / "queries.jsonl").write_text('{"_id": "q1", "text": "green apples"}\n'
+                                     '{"_id": "q2", "text": "red cars"}\n')
+    (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t1\nq2\td3\t1\n")
+    return d

@@ -1,0 +1,117 @@
+import re
+import sqlite3
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rrfbench.retrievers.fts5 import (
+    FTS5Retriever,
+    build_and_tokens,
+    build_or_tokens,
+    build_phrase,
+    check_fts5,
+)
+from tests.conftest import needs_cranfield, needs_scifact
+
+QUOTED_OR = re.compile(r'^"[^\W_]+"( OR "[^\W_]+")*$')
+
+
+def test_nexusai_example():
+    assert build_or_tokens("How do I configure the Qdrant collection?") == \
+        '"configure" OR "qdrant" OR "collection"'
+    assert build_and_tokens("Qdrant collection") == '"qdrant" AND "collection"'
+    assert build_or_tokens("how do I do it?") is None  # all stopwords -> sits out
+    assert build_or_tokens("a b c") is None  # 1-character tokens dropped
+    assert build_or_tokens("time good way") == '"time" OR "good" OR "way"'  # kept on purpose
+    assert build_phrase('say "hi"') == '"say ""hi"""'
+
+
+@pytest.fixture(scope="module")
+def fts_con():
+    check_fts5()
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE VIRTUAL TABLE docs USING fts5(docid UNINDEXED, title, text, "
+                "tokenize='porter unicode61')")
+    con.executemany("INSERT INTO docs VALUES (?, ?, ?)", [
+        ("1", "near or not", "title: body with OR and NEAR(a b) and stars*"),
+        ("2", "ünïcödé", "日本語 テキスト ^caret \"quotes\""),
+    ])
+    return con
+
+
+ADVERSARIAL = st.sampled_from(['"', "*", "^", "NEAR", "NEAR(", "OR", "AND", "NOT", "(", ")",
+                               "title:", "text:", "{title text}:", "\x00", "\n", "-", "+",
+                               "'", "\\", "日本語", "ünï", "\u200b", "\U0001d465", "ǅ"])
+MESSAGES = st.one_of(st.text(max_size=80),
+                     st.lists(st.one_of(ADVERSARIAL, st.text(max_size=6)), max_size=12).map(" ".join))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(MESSAGES)
+def test_or_tokens_injection_safe(fts_con, message):
+    match = build_or_tokens(message)
+    if match is None:
+        return
+    assert QUOTED_OR.match(match), match  # only quoted letter/digit tokens reach MATCH
+    fts_con.execute("SELECT docid FROM docs WHERE docs MATCH ?", (match,)).fetchall()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(MESSAGES)
+def test_phrase_and_and_tokens_never_raise(fts_con, message):
+    for build in (build_phrase, build_and_tokens):
+        match = build(message)
+        if match is not None:
+            fts_con.execute("SELECT docid FROM docs WHERE docs MATCH ?", (match,)).fetchall()
+
+
+def test_operator_words_are_searched_as_text(fts_con):
+    hits = fts_con.execute("SELECT docid FROM docs WHERE docs MATCH ?",
+                           (build_or_tokens("NEAR stars"),)).fetchall()
+    assert hits == [("1",)]  # "near" matched as a word (not an operator); "stars" stemmed
+
+
+def test_tiny_index_and_empty_queries(tiny_beir):
+    from rrfbench import load_dataset
+
+    ds = load_dataset(str(tiny_beir))
+    r = FTS5Retriever()
+    import pandas as pd
+
+    q = pd.DataFrame({"qid": ["a", "b", "c"], "text": ["green apples", "the of and", '"*^NEAR(']})
+    run = r.retrieve(ds, q, 10)
+    assert set(run.df[run.df.qid == "a"].docid) == {"d1", "d2"}
+    assert r.last_stats["empty_queries"] == 1  # "the of and"; the symbols query keeps "near"
+    assert (run.df.score > 0).all()
+
+
+@needs_cranfield
+def test_phrase_loses_recall(cranfield, run_of):
+    from rrfbench import evaluate
+
+    or_r = evaluate(run_of(cranfield, "fts5"), cranfield.qrels("test"), ["R@100"])["R@100"]
+    ph_r = evaluate(run_of(cranfield, "fts5:phrase"), cranfield.qrels("test"), ["R@100"])["R@100"]
+    assert or_r > 0.5 and ph_r < 0.2 * or_r
+
+
+@needs_scifact
+def test_scifact_reference_numbers_and_raw_sqlite_equivalence(scifact, run_of):
+    from rrfbench import evaluate
+
+    run = run_of(scifact, "fts5")
+    m = evaluate(run, scifact.qrels("test"), ["nDCG@10", "R@100"])
+    assert m["nDCG@10"] >= 0.66 and m["R@100"] >= 0.90
+    # the same MATCH through raw sqlite3 gives the same top documents
+    r = FTS5Retriever()
+    con = r.connect(scifact)
+    q = scifact.split_queries("test").iloc[0]
+    raw = con.execute("SELECT docid FROM docs WHERE docs MATCH ? ORDER BY rank LIMIT 10",
+                      (build_or_tokens(q.text),)).fetchall()
+    ours = run.df[run.df.qid == q.qid].docid.tolist()[:10]
+    assert [d for (d,) in raw] == ours
+
+
+def test_unknown_builder():
+    with pytest.raises(ValueError, match="unknown FTS5 query builder"):
+        FTS5Retriever("regex")

@@ -1,0 +1,97 @@
+import numpy as np
+import pytest
+
+from rrfbench.evaluate import evaluate, evaluate_per_query
+from rrfbench.metrics import parse_metric
+from rrfbench.runs import Qrels, Run
+from tests.conftest import needs_cranfield, needs_scifact
+
+PYTREC = {"nDCG@10": "ndcg_cut_10", "R@100": "recall_100", "AP@1000": "map_cut_1000",
+          "RR@10": "recip_rank"}
+
+
+def pytrec_means(run: Run, qrels: Qrels) -> dict:
+    """trec_eval via pytrec_eval on the run's own order (strictly decreasing scores).
+
+    RR@10 is recip_rank on the run cut to 10; queries absent from the run count 0.
+    """
+    import pytrec_eval
+
+    rd = run.to_rank_dict()
+    rd10 = run.cut(10).to_rank_dict()
+    qd = qrels.to_dict()
+    ev = pytrec_eval.RelevanceEvaluator(qd, {"ndcg_cut_10", "recall_100", "map_cut_1000"})
+    ev_rr = pytrec_eval.RelevanceEvaluator(qd, {"recip_rank"})
+    full, rr = ev.evaluate(rd), ev_rr.evaluate(rd10)
+    n = len(qd)
+    out = {}
+    for name, key in PYTREC.items():
+        src = rr if name == "RR@10" else full
+        out[name] = sum(v[key] for v in src.values()) / n
+    return out
+
+
+def _check(run, qrels):
+    ours = evaluate(run, qrels, list(PYTREC))
+    ref = pytrec_means(run, qrels)
+    for name in PYTREC:
+        assert ours[name] == pytest.approx(ref[name], abs=1e-9), name
+
+
+@needs_scifact
+@pytest.mark.parametrize("spec", ["bm25", "fts5"])
+def test_agrees_with_pytrec_eval_scifact(scifact, run_of, spec):
+    _check(run_of(scifact, spec), scifact.qrels("test"))
+
+
+@needs_cranfield
+def test_agrees_with_pytrec_eval_cranfield_graded(cranfield, run_of):
+    _check(run_of(cranfield, "bm25"), cranfield.qrels("test"))
+
+
+@needs_scifact
+def test_agrees_with_pytrec_eval_on_tied_fused_run(scifact, run_of):
+    """RRF output has exact ties; evaluation follows the run's docid tie order, and pytrec_eval
+    sees the same order through strictly decreasing scores."""
+    from rrfbench.fusion import rrf
+
+    fused = rrf([run_of(scifact, "bm25"), run_of(scifact, "fts5")], k=60)
+    assert fused.df.duplicated(["qid", "score"]).any()  # ties exist
+    _check(fused, scifact.qrels("test"))
+
+
+def test_metric_names_and_aliases():
+    assert str(parse_metric("ndcg@10")) == "nDCG@10"
+    assert str(parse_metric("recall@100")) == "R@100"
+    assert str(parse_metric("MRR@10")) == "RR@10"
+    assert str(parse_metric("map@1000")) == "AP@1000"
+    assert str(parse_metric("precision@10")) == "P@10"
+    assert parse_metric("nDCG") == parse_metric("ndcg")
+    with pytest.raises(Exception, match="unknown metric"):
+        parse_metric("bleu@4")
+
+
+def test_missing_query_scores_zero_and_ties_follow_docid():
+    qrels = Qrels.from_dict({"q1": {"b": 1}, "q2": {"x": 1}})
+    # a and b tie; docid order puts a first, so the relevant b is at rank 2
+    run = Run.from_dict({"q1": {"a": 1.0, "b": 1.0}})
+    pq = evaluate_per_query(run, qrels, ["RR@10", "nDCG@10"])
+    assert pq.loc["q1", "RR@10"] == 0.5
+    assert pq.loc["q2", "RR@10"] == 0.0  # judged but absent from the run
+    assert evaluate(run, qrels, ["RR@10"])["RR@10"] == pytest.approx(0.25)
+
+
+def test_pure_no_mutation():
+    qrels = Qrels.from_dict({"q1": {"b": 1}})
+    run = Run.from_dict({"q1": {"a": 2.0, "b": 1.0}})
+    before_run, before_qrels = run.df.copy(), qrels.df.copy()
+    evaluate(run, qrels)
+    assert run.df.equals(before_run) and qrels.df.equals(before_qrels)
+
+
+def test_graded_ndcg_hand_computed():
+    qrels = Qrels.from_dict({"q": {"a": 3, "b": 1}})
+    run = Run.from_dict({"q": {"b": 2.0, "a": 1.0, "c": 0.5}})
+    dcg = 1 / np.log2(2) + 3 / np.log2(3)
+    idcg = 3 / np.log2(2) + 1 / np.log2(3)
+    assert evaluate(run, qrels, ["nDCG@10"])["nDCG@10"] == pytest.approx(dcg / idcg, abs=1e-12)

@@ -1,0 +1,89 @@
+import gzip
+
+import pandas as pd
+import pytest
+
+from rrfbench.errors import InputError
+from rrfbench.runs import Qrels, Run
+
+# rank column deliberately disagrees with the scores; d3/d2 tie on score
+TREC = """q1 Q0 d1 3 1.5 sys
+q1 Q0 d3 1 2.0 sys
+q1 Q0 d2 2 2.0 sys
+q2 Q0 d9 1 0.1 sys
+"""
+
+
+def test_ranks_recomputed_from_scores_ties_by_docid(tmp_path):
+    p = tmp_path / "r.trec"
+    p.write_text(TREC)
+    run = Run.from_trec(p)
+    q1 = run.df[run.df.qid == "q1"]
+    assert q1.docid.tolist() == ["d2", "d3", "d1"]  # tie 2.0: d2 < d3
+    assert q1["rank"].tolist() == [1, 2, 3]
+    assert run.name == "r"
+
+
+def test_trec_roundtrip_plain_and_gz(tmp_path):
+    p = tmp_path / "r.trec"
+    p.write_text(TREC)
+    run = Run.from_trec(p)
+    for out in (tmp_path / "o.trec", tmp_path / "o.trec.gz"):
+        run.to_trec(out)
+        back = Run.from_trec(out)
+        assert back.equals(run)
+    with gzip.open(tmp_path / "o.trec.gz", "rt") as fh:
+        assert fh.readline().split()[:4] == ["q1", "Q0", "d2", "1"]
+
+
+def test_conversions_roundtrip(tmp_path):
+    p = tmp_path / "r.trec"
+    p.write_text(TREC)
+    run = Run.from_trec(p)
+    assert Run.from_pandas(run.to_pandas()).equals(run)
+    assert Run.from_polars(run.to_polars()).equals(run)
+    assert Run.from_dict(run.to_dict()).equals(run)
+    assert Run.from_ranx(run.to_ranx()).equals(run)
+    rd = run.to_rank_dict()["q1"]
+    assert rd["d2"] > rd["d3"] > rd["d1"]
+
+
+@pytest.mark.parametrize("text, problem, line", [
+    ("q1 Q0 d1 1 1.0 sys\nq1 Q0 d2 2 1.0\n", "expected 6 columns", 2),
+    ("q1 Q0 d1 1 abc sys\n", "'abc' is not a number", 1),
+    ("q1 Q0 d1 1 1.0 s\nq2 Q0 d1 1 1.0 s\nq1 Q0 d1 2 0.5 s\n", "first seen on line 1", 3),
+])
+def test_bad_run_lines_name_file_line_problem(tmp_path, text, problem, line):
+    p = tmp_path / "bad.trec"
+    p.write_text(text)
+    with pytest.raises(InputError) as ei:
+        Run.from_trec(p)
+    assert ei.value.line == line
+    assert problem in str(ei.value)
+    assert str(ei.value).startswith(f"{p}:{line}: ")
+
+
+def test_cut_and_subset(tmp_path):
+    p = tmp_path / "r.trec"
+    p.write_text(TREC)
+    run = Run.from_trec(p)
+    assert len(run.cut(1)) == 2
+    assert run.subset(["q2"]).qids == ["q2"]
+
+
+def test_qrels_trec_and_beir(tmp_path):
+    a = tmp_path / "a.txt"
+    a.write_text("1 0 d1 2\n1 0 d2 0\n2 0 d3 1\n")
+    b = tmp_path / "b.tsv"
+    b.write_text("query-id\tcorpus-id\tscore\n1\td1\t2\n1\td2\t0\n2\td3\t1\n")
+    qa, qb = Qrels.from_file(a), Qrels.from_file(b)
+    assert qa.to_dict() == qb.to_dict() == {"1": {"d1": 2, "d2": 0}, "2": {"d3": 1}}
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("1 0 d1 x\n")
+    with pytest.raises(InputError, match=r"bad.tsv:1: relevance 'x'"):
+        Qrels.from_file(bad)
+
+
+def test_run_requires_columns():
+    with pytest.raises(InputError):
+        Run(pd.DataFrame({"qid": ["1"], "docid": ["d"]}))

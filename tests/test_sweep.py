@@ -1,0 +1,112 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rrfbench import evaluate
+from rrfbench.sweep import Config, FusionEngine, make_grid, run_sweep, simplex_weights
+from tests.conftest import needs_cranfield, needs_scifact
+
+METRICS = ["nDCG@10", "R@100", "RR@10", "AP@1000", "P@10"]
+
+
+def test_simplex_weights_exact():
+    w = simplex_weights(3, 0.1)
+    assert len(w) == 66 and all(abs(sum(x) - 1) < 1e-12 for x in w)
+    assert (0.7, 0.3, 0.0) in w and (0.0, 0.0, 1.0) in w
+
+
+@needs_cranfield
+def test_engine_matches_fuse_then_evaluate_cranfield(cranfield, run_of):
+    runs = [run_of(cranfield, "bm25"), run_of(cranfield, "fts5")]
+    qrels = cranfield.qrels("test")
+    eng = FusionEngine(runs, qrels, METRICS)
+    grid = make_grid(2, methods=("rrf", "convex", "combsum", "combmnz"), k=(1, 20, 60),
+                     depth=(None, 10, (50, 5)), rank_base=(0, 1), norms=("minmax", "zscore", "tmm"),
+                     missing=("zero", "min"), weight_step=0.25)
+    grid += [Config("rrf", (60.0, 60.0), (1.0, 1.0), (None, None), 1, limit=7)]
+    pq = eng.evaluate(grid)
+    rng = np.random.default_rng(1)
+    picks = list(rng.choice(len(grid), 14, replace=False)) + [len(grid) - 1]
+    for i in picks:
+        ref = evaluate(grid[i].fuse(runs), qrels, METRICS)
+        for m, name in enumerate(METRICS):
+            assert pq[i, m].mean() == pytest.approx(ref[name], abs=1e-12), (grid[i], name)
+
+
+@needs_scifact
+def test_engine_single_run_config_equals_run(scifact, run_of):
+    run = run_of(scifact, "bm25")
+    eng = FusionEngine([run, run_of(scifact, "fts5")], scifact.qrels("test"), METRICS)
+    pq = eng.evaluate([Config("rrf", (60.0, 60.0), (1.0, 0.0), (None, None), 1)])
+    ref = evaluate(run, scifact.qrels("test"), METRICS)
+    assert [pq[0, m].mean() for m in range(5)] == pytest.approx([ref[m] for m in METRICS], abs=1e-12)
+
+
+@needs_cranfield
+def test_run_sweep_table_and_reuse(cranfield, run_of, tmp_path):
+    runs = [run_of(cranfield, "bm25"), run_of(cranfield, "fts5")]
+    eng = FusionEngine(runs, cranfield.qrels("test"), METRICS)
+    grid = make_grid(2, k=(10, 60), weight_step=0.5)
+    t1 = run_sweep(eng, grid, tmp_path, chunk_size=2, progress=False)
+    assert len(t1) == len(grid) and list(t1.config_id) == list(range(len(grid)))
+    assert {"method", "label", "k_bm25", "w_fts5", "nDCG@10", "per_query"} <= set(t1.columns)
+    assert len(t1.per_query.iloc[0]) == 225
+    assert not (tmp_path / "sweep.parts").exists()
+    t2 = run_sweep(eng, grid, tmp_path, chunk_size=2, progress=False)
+    pd.testing.assert_frame_equal(t1, t2)
+
+
+SCRIPT = """
+import sys
+from rrfbench import load_dataset
+from rrfbench.retrievers import cached_run, make_retriever
+from rrfbench.sweep import FusionEngine, make_grid, run_sweep
+ds = load_dataset("cranfield")
+runs = [cached_run(make_retriever(s), ds, "test", 1000).run for s in ("bm25", "fts5")]
+eng = FusionEngine(runs, ds.qrels("test"), ["nDCG@10", "R@100"])
+grid = make_grid(2, k=(1, 5, 10, 20, 40, 60, 100, 200), weight_step=0.1)
+run_sweep(eng, grid, sys.argv[1], chunk_size=8, progress=False)
+"""
+
+
+@needs_cranfield
+def test_killed_sweep_resumes_without_recomputing(cranfield, run_of, tmp_path):
+    run_of(cranfield, "bm25"), run_of(cranfield, "fts5")  # make sure the runs are cached
+    env = dict(os.environ, RRFBENCH_SWEEP_CHUNK_DELAY="0.4")
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(out)], env=env)
+    parts = out / "sweep.parts"
+    deadline = time.time() + 240
+    while time.time() < deadline and len(list(parts.glob("chunk-*.parquet"))) < 3:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = sorted(parts.glob("chunk-*.parquet"))
+    assert len(done) >= 3 and not (out / "sweep.parquet").exists()
+    stamps = {p.name: p.stat().st_mtime_ns for p in done}
+    # resume: finished chunks are read, not recomputed (their files are untouched until the
+    # final table is written; the hook below records which chunks were computed)
+    env["RRFBENCH_SWEEP_CHUNK_DELAY"] = "0"
+    code = subprocess.run([sys.executable, "-c", SCRIPT.replace(
+        "run_sweep(eng", "import rrfbench.sweep as S\n"
+        "orig = S.FusionEngine.table\n"
+        "def table(self, configs, start_id=0):\n"
+        "    open(sys.argv[1] + '.log', 'a').write(f'{start_id}\\n')\n"
+        "    return orig(self, configs, start_id)\n"
+        "S.FusionEngine.table = table\n"
+        "run_sweep(eng"), str(out)], env=env).returncode
+    assert code == 0
+    computed = {int(x) // 8 for x in open(str(out) + ".log").read().split()}
+    finished = {int(n[6:11]) for n in stamps}
+    assert computed and not (computed & finished)
+    resumed = pd.read_parquet(out / "sweep.parquet")
+    full = tmp_path / "full"
+    subprocess.run([sys.executable, "-c", SCRIPT, str(full)], check=True,
+                   env=dict(os.environ, RRFBENCH_SWEEP_CHUNK_DELAY="0"))
+    pd.testing.assert_frame_equal(resumed, pd.read_parquet(full / "sweep.parquet"))
