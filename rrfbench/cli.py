@@ -279,8 +279,11 @@ def write_sweep_outputs(ds, best, table, eval_table, out: Path) -> dict:
     from .report import sweep_section, write_json, write_report
 
     names, metric = best["runs"], best["metric"]
+    from .presets import provenance
+
     best["dataset"] = ds.name
     best["fingerprint"] = ds.fingerprint
+    best["provenance"] = provenance(ds)
     best["grid_size"] = int(len(table))
     fam = table.method + table.norm.where(table.norm == "", " " + table.norm) + \
         table.missing.where(table.missing == "", " /" + table.missing)
@@ -334,11 +337,199 @@ def _print_best(best: dict) -> None:
                   f"{best['optimism']['best_on_eval']:.4f}); report: report.md")
 
 
+# --------------------------------------------------------------------------- demo
+@app.command()
+def demo(
+    dataset: str = typer.Argument("scifact"),
+    retriever: Annotated[list[str], typer.Option("-r", "--retriever")] = None,
+    metric: str = "nDCG@10",
+    progress: Annotated[bool, typer.Option(help="tqdm progress bars")] = True,
+):
+    """The main job: retrieve, sweep on train, report on test, presets; prints its wall time.
+
+    A second run reuses every cached run and embedding; both wall times are printed.
+    """
+    import time
+
+    from .datasets import load_dataset
+    from .evaluate import evaluate
+    from .report import write_json
+    from .retrievers import cached_run, make_retriever, results_dir
+
+    t0 = time.perf_counter()
+    ds = load_dataset(dataset)
+    specs = retriever or ["bm25", "fts5", "dense"]
+    splits = ["train", "test"] if {"train", "test"} <= set(ds.splits) else ds.splits[:1]
+    rows, all_cached = [], True
+    for sp in splits:
+        for spec in specs:
+            res = cached_run(make_retriever(spec), ds, sp, 1000)
+            all_cached &= res.cached
+            row = {"retriever": res.run.name, "split": sp}
+            row.update(evaluate(res.run, ds.qrels(sp), ["nDCG@10", "R@100", "RR@10"]))
+            row["retrieve_s"] = float(res.manifest.get("wall_time_s", 0.0))
+            row["cached"] = "yes" if res.cached else "no"
+            rows.append(row)
+    console.print(_table(f"{ds.name}: single retrievers (depth 1000)", rows))
+    out = results_dir() / ds.name
+    write_json(out / "retrievers.json", rows)
+    sweep_args = [ds.name] + sum((["-r", s] for s in specs), []) + ["--metric", metric]
+    if len(splits) == 1:
+        sweep_args += ["--folds", "5"]
+    if not progress:
+        sweep_args.append("--no-progress")
+    sweep(**_sweep_kwargs(sweep_args))
+    try:
+        from .presets import preset_table
+
+        preset_table(ds, console=console, progress=progress)
+    except ImportError:
+        pass
+    wall = time.perf_counter() - t0
+    log_path = out / "demo_timing.json"
+    log = json.loads(log_path.read_text()) if log_path.exists() else []
+    log.append({"wall_s": round(wall, 1), "all_runs_cached": all_cached,
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    write_json(log_path, log)
+    first = log[0]["wall_s"]
+    console.print(f"demo wall time: {wall:.1f} s this run; first run {first:.1f} s "
+                  f"(ratio {wall / first:.2f}); report: {out / 'report.md'}")
+
+
+def _sweep_kwargs(args: list[str]) -> dict:
+    """Parse ``sweep`` arguments through click so defaults stay in one place."""
+    import typer.main
+
+    cmd = typer.main.get_command(app).commands["sweep"]
+    ctx = cmd.make_context("sweep", list(args))
+    return dict(ctx.params)
+
+
+# --------------------------------------------------------------------------- presets
+@app.command()
+def preset(
+    dataset: str,
+    preset: Annotated[str, typer.Option("--preset", "-p", help="nexusai, titan, ai-memory, zeus")],
+    limit: Annotated[int, typer.Option(help="result limit (default: the system's)")] = 0,
+    split: str = "test",
+    param: Annotated[list[str], typer.Option("--set", help="knob=value (repeatable)")] = None,
+    prior: Annotated[Path, typer.Option(help="ai-memory PageAuthority prior: 'docid multiplier' lines")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """Evaluate a studied system as shipped (or with --set knob=value)."""
+    from .datasets import load_dataset
+    from .evaluate import evaluate
+    from .presets import get_preset, preset_runs, read_prior
+
+    ds = load_dataset(dataset)
+    p = get_preset(preset)
+    params = p.defaults()
+    for item in param or []:
+        name, _, value = item.partition("=")
+        params[name] = json.loads(value) if value not in ("true", "false") else value == "true"
+    runs = preset_runs(p, ds, split)
+    fused = p.run(runs, params, limit=limit or None, prior=read_prior(prior) if prior else None)
+    scores = evaluate(fused, ds.qrels(split), ["nDCG@10", "R@100", "RR@10"])
+    missing = p.missing_streams + ([] if set(runs) == set(p.streams) else
+                                   [f"{r} (unavailable)" for r in set(p.streams) - set(runs)])
+    if as_json:
+        print(json.dumps({"dataset": ds.name, "split": split, "preset": p.name, "params": params,
+                          "limit": limit or params.get("top_k") or p.default_limit,
+                          "metrics": scores, "missing_streams": missing}))
+        return
+    console.print(_table(f"{p.system} on {ds.name}/{split}",
+                         [{"metric": m, "value": v} for m, v in scores.items()]))
+    console.print(f"params: {params}")
+    if missing:
+        console.print(f"[yellow]missing streams (not modelled yet): {', '.join(missing)}[/yellow]")
+
+
+@app.command()
+def tune(
+    dataset: str,
+    preset: Annotated[str, typer.Option("--preset", "-p")],
+    metric: str = "nDCG@10",
+    tune_split: str = None,
+    eval_split: str = None,
+    folds: int = 5,
+    progress: Annotated[bool, typer.Option(help="tqdm progress bars")] = True,
+):
+    """Tune a studied system within its own knobs; write results/<dataset>/presets/<preset>/best.json."""
+    from .datasets import load_dataset
+    from .metrics import parse_metric
+    from .presets import get_preset, provenance, tune_preset
+    from .report import write_json
+    from .retrievers import results_dir
+
+    ds = load_dataset(dataset)
+    p = get_preset(preset)
+    res = tune_preset(p, ds, str(parse_metric(metric)), tune_split, eval_split, folds,
+                      progress=progress)
+    res["provenance"] = provenance(ds)
+    path = results_dir() / ds.name / "presets" / p.name / "best.json"
+    write_json(path, res)
+    console.print(_table(f"{p.system}: shipped vs tuned on {ds.name}/{res['eval']['split']}", [
+        {"": "shipped", **{m: res["shipped"][m] for m in (res["metric"], "R@100") if m in res["shipped"]}},
+        {"": "tuned", **{m: res["eval"][m] for m in (res["metric"], "R@100") if m in res["eval"]}}]))
+    console.print(f"tuned: {res['config']}  p vs shipped {res['eval']['p_value_vs_shipped']:.4g}; "
+                  f"wrote {path}")
+
+
+@app.command()
+def export(
+    best_json: Path,
+    to: Annotated[str, typer.Option("--to", help="json toml yaml python js ts nexusai nexusai-settings titan zeus-yaml zeus-python ai-memory")],
+    output: Annotated[Path, typer.Option("-o", "--output")] = None,
+):
+    """Render tuned constants in a target system's configuration shape."""
+    from .export import load_best, render
+    from .runs import atomic_write_text
+
+    text = render(load_best(best_json), to)
+    if output:
+        atomic_write_text(output, text)
+        console.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def regress(
+    baselines: Annotated[Path, typer.Option("--baselines")] = Path("results/baselines.json"),
+    tolerance: float = None,
+    update: Annotated[bool, typer.Option("--update", help="rewrite baselines with today's values")] = False,
+    compute_all: Annotated[bool, typer.Option("--all", help="also compute uncached dense encodings")] = False,
+):
+    """Recompute baseline metrics; exit 1 if any got worse beyond the tolerance."""
+    from . import regress as R
+    from .runs import atomic_write_text
+
+    data = R.load_baselines(baselines)
+    rows = R.check(data, tolerance, compute_all)
+    table = [{"dataset": r["dataset"], "split": r["split"], "system": r["system"],
+              "metric": r["metric"], "expected": r["expected"],
+              "actual": r["actual"] if r["actual"] is not None else "-", "status": r["status"]}
+             for r in rows]
+    console.print(_table(f"metric regression vs {baselines}", table))
+    if update:
+        new, diff = R.update(data, rows)
+        atomic_write_text(baselines, json.dumps(new, indent=2) + "\n")
+        console.print("\n".join(diff) if diff else "no changes")
+        return
+    fails = [r for r in rows if r["status"] == "FAIL"]
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("OK", "OKISH", "IMPROVED", "SKIP", "FAIL")}
+    console.print(" ".join(f"{k}={v}" for k, v in counts.items()))
+    if fails:
+        raise typer.Exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning :class:`RrfbenchError` into one line and exit 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=argv, prog_name="rrfbench", standalone_mode=False)
+        rc = app(args=argv, prog_name="rrfbench", standalone_mode=False)
+        if isinstance(rc, int) and rc != 0:  # click returns typer.Exit codes here
+            sys.exit(rc)
     except RrfbenchError as exc:
         if "--debug" in argv:
             raise
