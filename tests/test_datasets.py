@@ -1,5 +1,6 @@
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -8,11 +9,16 @@ from rrfbench.errors import InputError
 from tests.conftest import needs_cranfield, needs_scifact
 
 
+MANIFEST = json.loads((Path(__file__).resolve().parents[1] / "datasets" / "manifest.json").read_text())
+
+
 @needs_scifact
-def test_scifact_counts_match_source(scifact):
-    c = scifact.counts()
-    assert c == {"docs": 5183, "queries": 1109, "test_queries": 300, "test_qrels": 339,
-                 "train_queries": 809, "train_qrels": 919}
+def test_scifact_counts_match_manifest(scifact):
+    m = MANIFEST["scifact"]
+    want = {"docs": m["docs"], "queries": m["queries"]}
+    for s, v in m["splits"].items():
+        want[f"{s}_queries"], want[f"{s}_qrels"] = v["queries"], v["qrels"]
+    assert scifact.counts() == want
     assert scifact.splits == ["test", "train"]
     assert len(scifact.split_queries("test")) == 300
 
