@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
-from .fusion import normalise, _theoretical_min
+from .fusion import _theoretical_min, normalise
 from .metrics import DEFAULT_METRICS, parse_metrics
 from .runs import Qrels, Run
 
@@ -55,10 +55,10 @@ class Config:
     def label(self, names: list[str]) -> str:
         w = ",".join(f"{x:g}" for x in self.weights)
         if self.method == "rrf":
-            ks = self.k[0] if len(set(self.k)) == 1 else ",".join(f"{x:g}" for x in self.k)
+            ks = ",".join(f"{x:g}" for x in (self.k[:1] if len(set(self.k)) == 1 else self.k))
             extra = "" if set(self.depth) == {None} else " depth=" + ",".join(map(str, self.depth))
             base = "" if self.rank_base == 1 else f" base={self.rank_base}"
-            return f"rrf k={ks:g} w={w}{extra}{base}" if np.isscalar(ks) else f"rrf k={ks} w={w}{extra}{base}"
+            return f"rrf k={ks} w={w}{extra}{base}"
         if self.method == "convex":
             return f"convex {self.norm} w={w} missing={self.missing}"
         return f"{self.method} {self.norm} missing={self.missing}"

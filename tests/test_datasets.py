@@ -8,7 +8,6 @@ from rrfbench.datasets import available_datasets, load_dataset
 from rrfbench.errors import InputError
 from tests.conftest import needs_cranfield, needs_scifact
 
-
 MANIFEST = json.loads((Path(__file__).resolve().parents[1] / "datasets" / "manifest.json").read_text())
 
 

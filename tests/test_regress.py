@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from rrfbench.cli import main
+from rrfbench.errors import InputError
 from rrfbench.regress import check, load_baselines, update
 from tests.conftest import needs_cranfield
 
@@ -62,5 +63,5 @@ def test_committed_file_covers_retrievers_presets_and_tuned():
     kinds = {("spec" in e, "preset" in e, "config" in e) for e in data["entries"]}
     assert kinds == {(True, False, False), (False, True, False), (False, False, True)}
     assert {e["dataset"] for e in data["entries"]} == {"cranfield", "scifact"}
-    with pytest.raises(Exception):
+    with pytest.raises(InputError, match="not valid JSON"):
         load_baselines(Path(__file__))

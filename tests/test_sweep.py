@@ -110,3 +110,11 @@ def test_killed_sweep_resumes_without_recomputing(cranfield, run_of, tmp_path):
     subprocess.run([sys.executable, "-c", SCRIPT, str(full)], check=True,
                    env=dict(os.environ, RRFBENCH_SWEEP_CHUNK_DELAY="0"))
     pd.testing.assert_frame_equal(resumed, pd.read_parquet(full / "sweep.parquet"))
+
+
+def test_labels_for_per_run_k_and_depths():
+    grid = make_grid(2, k=(10, 60), per_run_k=True, weights=[(1, 1)], depth=(None, (20, 40)),
+                     rank_base=(0,))
+    labels = {c.label(["a", "b"]) for c in grid}
+    assert "rrf k=10,60 w=1,1 base=0" in labels
+    assert "rrf k=60 w=1,1 depth=20,40 base=0" in labels
