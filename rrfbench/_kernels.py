@@ -97,8 +97,57 @@ def _metrics_for_query(ranks_rel, gains_rel, n_rel, idcg, fam, cut, out):
         out[m] = v
 
 
+@njit(cache=True, nogil=True)
+def _rrf_query_ranks(c0, c1, r0, r1, table, ub, iranks, perm, minr, rel_cand, limit, ranks_rel,
+                     rel_scores):
+    """Fused ranks of one query's relevant documents under RRF: no division, early exit.
+
+    ``table[r, rank]`` holds ``w_r / (k_r + rank - 1 + base)`` (0 when absent, beyond depth or
+    weight 0), so a candidate's score is R lookups and it is fused iff score > 0. Candidates
+    are visited by their best rank in any run (``perm``/``minr``); ``ub[m]`` bounds the score
+    of every candidate whose best rank is >= m, so once ``ub[m]`` falls below the lowest
+    relevant score no later candidate can outrank a relevant document (MaxScore-style exact
+    pruning).
+    """
+    nruns = iranks.shape[1]
+    nrel = r1 - r0
+    smin = np.inf
+    for j in range(nrel):
+        cj = rel_cand[r0 + j]
+        s = 0.0
+        if cj >= 0:
+            for r in range(nruns):
+                s += table[r, iranks[cj, r]]
+        rel_scores[j] = s
+        if s > 0.0:
+            ranks_rel[j] = 1
+            if s < smin:
+                smin = s
+        else:
+            ranks_rel[j] = INF_RANK
+    if smin == np.inf:
+        return
+    for p in range(c0, c1):
+        if ub[minr[p]] < smin:
+            break
+        c = perm[p]
+        s = 0.0
+        for r in range(nruns):
+            s += table[r, iranks[c, r]]
+        if s <= 0.0:
+            continue
+        for j in range(nrel):
+            sj = rel_scores[j]
+            if sj > 0.0 and (s > sj or (s == sj and c < rel_cand[r0 + j])):
+                ranks_rel[j] += 1
+    if limit > 0:
+        for j in range(nrel):
+            if ranks_rel[j] > limit:
+                ranks_rel[j] = INF_RANK
+
+
 @njit(cache=True, parallel=True)
-def sweep_kernel(qstart, ranks, normvals, missvals, rel_start, rel_cand, rel_gain, n_rel, idcg,
+def sweep_kernel(qstart, ranks, iranks, perm, minr, max_rank, normvals, missvals, rel_start, rel_cand, rel_gain, n_rel, idcg,
                  fam, cut, modes, ks, ws, depths, bases, norm_idx, miss_idx, limits, out):
     """out[c, m, q] = metric m of configuration c on query q."""
     nconf = modes.shape[0]
@@ -118,13 +167,36 @@ def sweep_kernel(qstart, ranks, normvals, missvals, rel_start, rel_cand, rel_gai
         vals = np.empty(fam.shape[0])
         ni = norm_idx[ci]
         mi = miss_idx[ci]
+        is_rrf = modes[ci] == MODE_RRF
+        table = np.zeros((ranks.shape[1], max_rank + 2))
+        ub = np.zeros(max_rank + 2)
+        rel_scores = np.empty(max(maxrel, 1))
+        if is_rrf:
+            for r in range(ranks.shape[1]):
+                w = ws[ci, r]
+                if w <= 0.0:
+                    continue
+                for rk in range(1, max_rank + 1):
+                    if rk <= depths[ci, r]:
+                        table[r, rk] = w / (ks[ci, r] + rk - 1.0 + bases[ci])
+            for rk in range(1, max_rank + 1):
+                for r in range(ranks.shape[1]):
+                    ub[rk] += table[r, rk]
         for q in range(nq):
             c0 = qstart[q]
             c1 = qstart[q + 1]
-            _score_query(c0, c1, q, modes[ci], ks[ci], ws[ci], depths[ci], bases[ci], ranks,
-                         normvals[ni], missvals[ni, mi], scores, valid)
             r0 = rel_start[q]
             r1 = rel_start[q + 1]
+            if is_rrf:
+                _rrf_query_ranks(c0, c1, r0, r1, table, ub, iranks, perm, minr, rel_cand,
+                                 limits[ci], ranks_rel, rel_scores)
+                _metrics_for_query(ranks_rel[: r1 - r0], rel_gain[r0:r1], n_rel[q], idcg[q],
+                                   fam, cut, vals)
+                for m in range(fam.shape[0]):
+                    out[ci, m, q] = vals[m]
+                continue
+            _score_query(c0, c1, q, modes[ci], ks[ci], ws[ci], depths[ci], bases[ci], ranks,
+                         normvals[ni], missvals[ni, mi], scores, valid)
             for j in range(r0, r1):
                 cj = rel_cand[j]
                 if cj < 0 or not valid[cj - c0]:

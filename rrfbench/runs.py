@@ -61,13 +61,19 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def rank_table(df: pd.DataFrame) -> pd.DataFrame:
     """Sort ``(qid, docid, score)`` rows by qid, score desc, docid asc and add 1-based ``rank``."""
-    out = df[["qid", "docid", "score"]].copy()
-    out["qid"] = out["qid"].astype(str)
-    out["docid"] = out["docid"].astype(str)
-    out["score"] = out["score"].astype(np.float64)
-    out = out.sort_values(["qid", "score", "docid"], ascending=[True, False, True], kind="mergesort")
-    out["rank"] = out.groupby("qid", sort=False).cumcount().astype(np.int64) + 1
-    return out.reset_index(drop=True)
+    qid = df["qid"].astype(str).to_numpy(dtype=object)
+    docid = df["docid"].astype(str).to_numpy(dtype=object)
+    score = df["score"].to_numpy(dtype=np.float64)
+    # sorted factorisation: integer codes whose order is the strings' order, then one lexsort
+    qcodes, quniq = pd.factorize(qid, sort=True)
+    dcodes, _ = pd.factorize(docid, sort=True)
+    order = np.lexsort((dcodes, -score, qcodes))
+    qsorted = qcodes[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(qsorted)) + 1] if len(order) else np.zeros(0, int)
+    counts = np.diff(np.r_[starts, len(order)])
+    rank = np.arange(len(order)) - np.repeat(starts, counts) + 1
+    return pd.DataFrame({"qid": qid[order], "docid": docid[order], "score": score[order],
+                         "rank": rank.astype(np.int64)})
 
 
 class Run:

@@ -160,6 +160,15 @@ class FusionEngine:
             pos = key.get_indexer(df.qid + "\x00" + df.docid)
             self.ranks[pos, r] = df["rank"].to_numpy(dtype=np.float64)
             self._pos.append((pos, df))
+        # integer ranks (0 = absent) for the division-free RRF path
+        self.iranks = np.where(np.isfinite(self.ranks), self.ranks, 0).astype(np.int32)
+        self.max_rank = int(self.iranks.max()) if n else 0
+        # visiting order for the pruned RRF path: per query, by best rank in any run
+        best = np.where(self.iranks > 0, self.iranks, self.max_rank + 1).min(axis=1) if n else \
+            np.zeros(0, dtype=np.int32)
+        qi = cand.qi.to_numpy()
+        self.perm = np.lexsort((np.arange(n), best, qi)).astype(np.int64)
+        self.minr = best[self.perm].astype(np.int64)
         # relevant documents, gains, ideal DCG
         qr = self.qrels.df[self.qrels.df.relevance > 0]
         qr = qr.assign(qi=qr.qid.map(qpos)).sort_values(["qi", "docid"], kind="mergesort")
@@ -231,7 +240,8 @@ class FusionEngine:
                 miss_idx[i] = 1 if c.missing == "min" else 0
         normvals, missvals = self._normvals(norms)
         out = np.zeros((C, len(self.fam), len(self.qids)))
-        K.sweep_kernel(self.qstart, self.ranks, normvals, missvals, self.rel_start,
+        K.sweep_kernel(self.qstart, self.ranks, self.iranks, self.perm, self.minr, self.max_rank,
+                       normvals, missvals, self.rel_start,
                        self.rel_cand, self.rel_gain, self.n_rel, self.idcg, self.fam, self.cut,
                        modes, ks, ws, depths, bases, norm_idx, miss_idx, limits, out)
         return out

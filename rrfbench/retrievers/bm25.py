@@ -58,7 +58,9 @@ class BM25Retriever:
         if self._index is not None and self._index[0] == dataset.fingerprint:
             return self._index[1], self._index[2]
         model = bm25s.BM25(method=self.method, k1=self.k1, b=self.b)
-        model.index(self.tokenize(dataset.doc_texts()), show_progress=False)
+        corpus = bm25s.tokenize(dataset.doc_texts(), stopwords=self.stopwords,
+                                stemmer=_stemmer(self.stemmer), show_progress=False)
+        model.index(corpus, show_progress=False)
         docids = np.asarray(dataset.corpus.docid, dtype=object)
         self._index = (dataset.fingerprint, model, docids)
         return model, docids
