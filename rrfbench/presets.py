@@ -36,6 +36,7 @@ zeus       ``weight / (rank + 60)`` with rank 0-based (Python ``enumerate``); ve
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -411,9 +412,17 @@ def preset_table(ds, console=None, progress: bool = True, presets=None) -> list[
     rows = []
     for name in presets or PRESETS:
         preset = get_preset(name)
+        path = out / "presets" / name / "best.json"
+        key = _tune_cache_key(preset, ds)
+        if path.exists():
+            old = json.loads(path.read_text())
+            if old.get("cache_key") == key:  # same runs, grid and code: reuse
+                rows.append(old)
+                continue
         res = tune_preset(preset, ds, progress=progress)
         res["provenance"] = provenance(ds)
-        write_json(out / "presets" / name / "best.json", res)
+        res["cache_key"] = key
+        write_json(path, res)
         rows.append(res)
     write_report(out, {"presets": presets_section(ds.name, rows)})
     if console is not None:
@@ -430,6 +439,22 @@ def preset_table(ds, console=None, progress: bool = True, presets=None) -> list[
                       f"{r['eval']['R@100']:.4f}", _knob_str(r))
         console.print(t)
     return rows
+
+
+def _tune_cache_key(preset: Preset, ds, metric: str = "nDCG@10") -> str:
+    """Changes whenever the runs (their manifests), the grid, the dataset or rrfbench change."""
+    import hashlib
+
+    from . import __version__
+    from .retrievers import retriever_name, run_path
+    from .retrievers.base import read_manifest
+
+    manifests = [read_manifest(run_path(ds.name, split, retriever_name(spec)))
+                 for split in ds.splits for spec in preset.streams.values()]
+    blob = json.dumps({"preset": preset.name, "grid": preset.grid(), "metric": metric,
+                       "fingerprint": ds.fingerprint, "rrfbench": __version__,
+                       "manifests": manifests}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _knob_str(r: dict) -> str:
