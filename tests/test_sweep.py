@@ -118,3 +118,16 @@ def test_labels_for_per_run_k_and_depths():
     labels = {c.label(["a", "b"]) for c in grid}
     assert "rrf k=10,60 w=1,1 base=0" in labels
     assert "rrf k=60 w=1,1 depth=20,40 base=0" in labels
+
+
+def test_changed_run_invalidates_finished_sweep(tmp_path):
+    from rrfbench.runs import Qrels, Run
+
+    qrels = Qrels.from_dict({"q": {"b": 1}})
+    a = Run.from_dict({"q": {"a": 2.0, "b": 1.0}}, "x")
+    b = Run.from_dict({"q": {"b": 2.0, "a": 1.0}}, "y")
+    grid = make_grid(2, k=(60,), weights=[(1, 0), (0, 1)])
+    t1 = run_sweep(FusionEngine([a, b], qrels, ["RR@10"]), grid, tmp_path, progress=False)
+    a2 = Run.from_dict({"q": {"a": 1.0, "b": 2.0}}, "x")  # same size, different content
+    t2 = run_sweep(FusionEngine([a2, b], qrels, ["RR@10"]), grid, tmp_path, progress=False)
+    assert t1["RR@10"].tolist() == [0.5, 1.0] and t2["RR@10"].tolist() == [1.0, 1.0]
