@@ -69,6 +69,14 @@ def rank_table(df: pd.DataFrame) -> pd.DataFrame:
     dcodes, _ = pd.factorize(docid, sort=True)
     order = np.lexsort((dcodes, -score, qcodes))
     qsorted = qcodes[order]
+    if len(order) > 1:  # a duplicate (qid, docid) sits next to its twin once sorted by codes
+        pair = qcodes.astype(np.int64) * (int(dcodes.max()) + 1) + dcodes
+        pair_sorted = np.sort(pair)
+        dup = np.flatnonzero(pair_sorted[1:] == pair_sorted[:-1])
+        if len(dup):
+            bad = pair_sorted[dup[0]]
+            i = int(np.flatnonzero(pair == bad)[0])
+            raise InputError(f"duplicate (qid, docid) ({qid[i]}, {docid[i]}) in run")
     starts = np.r_[0, np.flatnonzero(np.diff(qsorted)) + 1] if len(order) else np.zeros(0, int)
     counts = np.diff(np.r_[starts, len(order)])
     rank = np.arange(len(order)) - np.repeat(starts, counts) + 1
@@ -89,12 +97,9 @@ class Run:
         missing = {"qid", "docid", "score"} - set(df.columns)
         if missing:
             raise InputError(f"a run needs columns qid, docid, score; missing {sorted(missing)}")
+        # rank_table rejects duplicate (qid, docid) pairs; ranked tables come from a Run already
         self.df = df[RUN_COLUMNS].reset_index(drop=True) if _ranked else rank_table(df)
         self.name = name
-        dup = self.df.duplicated(["qid", "docid"])
-        if dup.any():
-            row = self.df[dup].iloc[0]
-            raise InputError(f"duplicate (qid, docid) ({row.qid}, {row.docid}) in run {name!r}")
 
     # -- construction -----------------------------------------------------------------------
     @classmethod

@@ -87,3 +87,9 @@ def test_qrels_trec_and_beir(tmp_path):
 def test_run_requires_columns():
     with pytest.raises(InputError):
         Run(pd.DataFrame({"qid": ["1"], "docid": ["d"]}))
+
+
+def test_duplicate_in_dataframe_rejected():
+    df = pd.DataFrame({"qid": ["1", "1", "2"], "docid": ["a", "a", "a"], "score": [1.0, 2.0, 3.0]})
+    with pytest.raises(InputError, match=r"duplicate \(qid, docid\) \(1, a\)"):
+        Run(df)
