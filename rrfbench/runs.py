@@ -168,6 +168,32 @@ class Run:
             name = path.name.split(".")[0]
         return cls(df, name)
 
+    @classmethod
+    def from_indexed(cls, qids, q_index, docids, doc_index, scores, name: str = "run") -> Run:
+        """Fast path for retrievers: rows given as indices into ``qids`` and ``docids``.
+
+        Same ranking rule as every other constructor, without hashing row strings: the sort
+        keys are the positions of ``qids`` / ``docids`` in string order. Rows must not repeat a
+        (query, document) pair (a retriever's top-k never does).
+        """
+        qids = np.asarray(qids, dtype=object)
+        docids = np.asarray(docids, dtype=object)
+        q_index = np.asarray(q_index, dtype=np.int64)
+        doc_index = np.asarray(doc_index, dtype=np.int64)
+        score = np.asarray(scores, dtype=np.float64)
+        qkey = np.empty(len(qids), dtype=np.int64)
+        qkey[np.argsort(qids.astype(str), kind="stable")] = np.arange(len(qids))
+        dkey = np.empty(len(docids), dtype=np.int64)
+        dkey[np.argsort(docids.astype(str), kind="stable")] = np.arange(len(docids))
+        qk = qkey[q_index]
+        order = np.lexsort((dkey[doc_index], -score, qk))
+        qs = qk[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(qs)) + 1] if len(order) else np.zeros(0, int)
+        rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)])) + 1
+        df = pd.DataFrame({"qid": qids[q_index[order]], "docid": docids[doc_index[order]],
+                           "score": score[order], "rank": rank.astype(np.int64)})
+        return cls(df, name, _ranked=True)
+
     # -- output -----------------------------------------------------------------------------
     def to_pandas(self) -> pd.DataFrame:
         """A copy of the table (qid, docid, score, rank)."""

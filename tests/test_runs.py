@@ -93,3 +93,17 @@ def test_duplicate_in_dataframe_rejected():
     df = pd.DataFrame({"qid": ["1", "1", "2"], "docid": ["a", "a", "a"], "score": [1.0, 2.0, 3.0]})
     with pytest.raises(InputError, match=r"duplicate \(qid, docid\) \(1, a\)"):
         Run(df)
+
+
+def test_from_indexed_equals_general_constructor():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    qids = np.array(["10", "2", "b"], dtype=object)
+    docids = np.array([f"d{i}" for i in range(30)], dtype=object)
+    q_index = np.repeat(np.arange(3), 10)
+    doc_index = np.concatenate([rng.choice(30, 10, replace=False) for _ in range(3)])
+    scores = rng.integers(0, 4, size=30).astype(float)  # many ties
+    fast = Run.from_indexed(qids, q_index, docids, doc_index, scores)
+    slow = Run(pd.DataFrame({"qid": qids[q_index], "docid": docids[doc_index], "score": scores}))
+    assert fast.df.equals(slow.df)

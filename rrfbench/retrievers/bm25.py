@@ -72,14 +72,13 @@ class BM25Retriever:
         vocab = model.vocab_dict
         qtoks = [[t for t in toks if t in vocab] for toks in qtoks]
         nonempty = [i for i, t in enumerate(qtoks) if t]
-        frames = []
-        if nonempty:
-            idx, scores = model.retrieve([qtoks[i] for i in nonempty], k=k, show_progress=False,
-                                         n_threads=1)
-            qids = np.repeat(np.asarray(queries.qid, dtype=object)[nonempty], k)
-            flat_idx, flat_s = idx.ravel(), scores.ravel().astype(np.float64)
-            keep = flat_s > 0
-            frames.append(pd.DataFrame({"qid": qids[keep], "docid": docids[flat_idx[keep]],
-                                        "score": flat_s[keep]}))
-        df = pd.concat(frames) if frames else pd.DataFrame(columns=["qid", "docid", "score"])
-        return Run(df, self.name)
+        qids = np.asarray(queries.qid, dtype=object)
+        if not nonempty:
+            return Run(pd.DataFrame(columns=["qid", "docid", "score"]), self.name)
+        idx, scores = model.retrieve([qtoks[i] for i in nonempty], k=k, show_progress=False,
+                                     n_threads=1)
+        q_index = np.repeat(np.asarray(nonempty, dtype=np.int64), k)
+        flat_idx, flat_s = idx.ravel(), scores.ravel().astype(np.float64)
+        keep = flat_s > 0  # bm25s pads with zero-score non-matching documents
+        return Run.from_indexed(qids, q_index[keep], docids, flat_idx[keep], flat_s[keep],
+                                self.name)

@@ -252,8 +252,7 @@ class DenseRetriever:
         q = self.encode(list(queries.text), "query")
         idx, scores = topk_cosine(q, docs, depth)
         k = idx.shape[1]
-        docids = np.asarray(dataset.corpus.docid, dtype=object)
-        df = pd.DataFrame({"qid": np.repeat(np.asarray(queries.qid, dtype=object), k),
-                           "docid": docids[idx.ravel()],
-                           "score": scores.ravel().astype(np.float64)})
-        return Run(df, self.name)
+        q_index = np.repeat(np.arange(len(queries)), k)
+        return Run.from_indexed(np.asarray(queries.qid, dtype=object), q_index,
+                                np.asarray(dataset.corpus.docid, dtype=object), idx.ravel(),
+                                scores.ravel(), self.name)
