@@ -59,17 +59,24 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, data)
 
 
+def _sort_and_rank(qkey: np.ndarray, dkey: np.ndarray, score: np.ndarray):
+    """Row order (qid, score desc, docid asc) and 1-based ranks, from string-ordered int keys."""
+    order = np.lexsort((dkey, -score, qkey))
+    qs = qkey[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(qs)) + 1] if len(order) else np.zeros(0, int)
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)])) + 1
+    return order, rank.astype(np.int64)
+
+
 def rank_table(df: pd.DataFrame) -> pd.DataFrame:
     """Sort ``(qid, docid, score)`` rows by qid, score desc, docid asc and add 1-based ``rank``."""
     qid = df["qid"].astype(str).to_numpy(dtype=object)
     docid = df["docid"].astype(str).to_numpy(dtype=object)
     score = df["score"].to_numpy(dtype=np.float64)
     # sorted factorisation: integer codes whose order is the strings' order, then one lexsort
-    qcodes, quniq = pd.factorize(qid, sort=True)
+    qcodes, _ = pd.factorize(qid, sort=True)
     dcodes, _ = pd.factorize(docid, sort=True)
-    order = np.lexsort((dcodes, -score, qcodes))
-    qsorted = qcodes[order]
-    if len(order) > 1:  # a duplicate (qid, docid) sits next to its twin once sorted by codes
+    if len(qid) > 1:  # a duplicate (qid, docid) sits next to its twin once sorted by codes
         pair = qcodes.astype(np.int64) * (int(dcodes.max()) + 1) + dcodes
         pair_sorted = np.sort(pair)
         dup = np.flatnonzero(pair_sorted[1:] == pair_sorted[:-1])
@@ -77,11 +84,9 @@ def rank_table(df: pd.DataFrame) -> pd.DataFrame:
             bad = pair_sorted[dup[0]]
             i = int(np.flatnonzero(pair == bad)[0])
             raise InputError(f"duplicate (qid, docid) ({qid[i]}, {docid[i]}) in run")
-    starts = np.r_[0, np.flatnonzero(np.diff(qsorted)) + 1] if len(order) else np.zeros(0, int)
-    counts = np.diff(np.r_[starts, len(order)])
-    rank = np.arange(len(order)) - np.repeat(starts, counts) + 1
+    order, rank = _sort_and_rank(qcodes, dcodes, score)
     return pd.DataFrame({"qid": qid[order], "docid": docid[order], "score": score[order],
-                         "rank": rank.astype(np.int64)})
+                         "rank": rank})
 
 
 class Run:
@@ -185,13 +190,9 @@ class Run:
         qkey[np.argsort(qids.astype(str), kind="stable")] = np.arange(len(qids))
         dkey = np.empty(len(docids), dtype=np.int64)
         dkey[np.argsort(docids.astype(str), kind="stable")] = np.arange(len(docids))
-        qk = qkey[q_index]
-        order = np.lexsort((dkey[doc_index], -score, qk))
-        qs = qk[order]
-        starts = np.r_[0, np.flatnonzero(np.diff(qs)) + 1] if len(order) else np.zeros(0, int)
-        rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)])) + 1
+        order, rank = _sort_and_rank(qkey[q_index], dkey[doc_index], score)
         df = pd.DataFrame({"qid": qids[q_index[order]], "docid": docids[doc_index[order]],
-                           "score": score[order], "rank": rank.astype(np.int64)})
+                           "score": score[order], "rank": rank})
         return cls(df, name, _ranked=True)
 
     # -- output -----------------------------------------------------------------------------
