@@ -61,7 +61,14 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def _sort_and_rank(qkey: np.ndarray, dkey: np.ndarray, score: np.ndarray):
     """Row order (qid, score desc, docid asc) and 1-based ranks, from string-ordered int keys."""
-    order = np.lexsort((dkey, -score, qkey))
+    qkey = np.asarray(qkey, dtype=np.int64)
+    dkey = np.asarray(dkey, dtype=np.int64)
+    uniq, srank = np.unique(-score, return_inverse=True)  # dense rank of score, desc
+    nq, ns, nd = int(qkey.max(initial=0)) + 1, len(uniq), int(dkey.max(initial=0)) + 1
+    if nq * ns * nd < 2**62:  # one int64 key, one sort: ~3x faster than lexsort on 3 keys
+        order = np.argsort((qkey * ns + srank.ravel()) * nd + dkey, kind="stable")
+    else:
+        order = np.lexsort((dkey, -score, qkey))
     qs = qkey[order]
     starts = np.r_[0, np.flatnonzero(np.diff(qs)) + 1] if len(order) else np.zeros(0, int)
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)])) + 1
