@@ -222,6 +222,7 @@ def sweep(
     """Sweep fusion configurations, tune honestly, write sweep.parquet, best.json, plots, report.md."""
     from .datasets import load_dataset
     from .metrics import DEFAULT_METRICS, parse_metric
+    from .report import write_sweep_outputs
     from .retrievers import results_dir
     from .sweep import FusionEngine, make_grid
     from .tuning import tune_folds, tune_holdout
@@ -250,8 +251,6 @@ def sweep(
         runs = load_runs(ds, specs, split, run_depth, quiet=as_json)
         engine = FusionEngine(runs, ds.qrels(split), metrics)
         best, table = tune_folds(engine, grid, metric, folds=folds, out=out, progress=progress)
-        best["tune"]["split"] = None
-        best["tune"].pop("split")
         best["eval"]["split"] = split
         eval_table = table
     else:
@@ -269,56 +268,6 @@ def sweep(
         print(json.dumps({k_: v for k_, v in best.items() if k_ != "per_query"}, default=str))
     else:
         _print_best(best)
-
-
-def write_sweep_outputs(ds, best, table, eval_table, out: Path) -> dict:
-    """best.json, per_query.csv, PNG plots and report.md under ``out``."""
-    import pandas as pd
-
-    from . import plots
-    from .report import sweep_section, write_json, write_report
-
-    names, metric = best["runs"], best["metric"]
-    from .presets import provenance
-
-    best["dataset"] = ds.name
-    best["fingerprint"] = ds.fingerprint
-    best["provenance"] = provenance(ds)
-    best["grid_size"] = int(len(table))
-    fam = table.method + table.norm.where(table.norm == "", " " + table.norm) + \
-        table.missing.where(table.missing == "", " /" + table.missing)
-    best["family_best"] = {}
-    for f, idx in table.groupby(fam)[metric].idxmax().items():
-        best["family_best"][f] = {"tune": float(table.loc[idx, metric]),
-                                  "eval": float(eval_table.loc[idx, metric]),
-                                  "label": str(table.loc[idx, "label"])}
-    pq = best.pop("per_query")
-    pd.DataFrame(pq).to_csv(out / "per_query.csv", index=False)
-    from .runs import atomic_write_text  # noqa: F401  (atomic writes below)
-
-    write_json(out / "best.json", best)
-    made = {}
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    for a, b in pairs[:3]:
-        p = out / f"heatmap_{a}_{b}.png"
-        plots.heatmap_k_weight(table, names, metric, pair=(a, b), path=p)
-        made[f"{metric} over k x weight: {a} + {b}"] = p.name
-    plots.k_curves(table, names, metric, path=out / "k_curves.png")
-    made[f"{metric} vs k"] = "k_curves.png"
-    if len(names) == 3:
-        plots.ternary(table, names, metric, path=out / "ternary.png")
-        made["weights simplex"] = "ternary.png"
-    plots.win_loss(pq["tuned"], pq["best_single"], metric, best["baselines"]["best_single"]["name"],
-                   path=out / "win_loss.png")
-    made["per-query wins/losses vs best single run"] = "win_loss.png"
-    plots.method_comparison(table, metric, path=out / "methods.png")
-    made["fusion families"] = "methods.png"
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    write_report(out, {"sweep": sweep_section(best, made)})
-    best["per_query"] = pq
-    return best
 
 
 def _print_best(best: dict) -> None:
@@ -457,7 +406,7 @@ def tune(
     """Tune a studied system within its own knobs; write results/<dataset>/presets/<preset>/best.json."""
     from .datasets import load_dataset
     from .metrics import parse_metric
-    from .presets import get_preset, provenance, tune_preset
+    from .presets import _tune_cache_key, get_preset, provenance, tune_preset
     from .report import write_json
     from .retrievers import results_dir
 
@@ -466,6 +415,7 @@ def tune(
     res = tune_preset(p, ds, str(parse_metric(metric)), tune_split, eval_split, folds,
                       progress=progress)
     res["provenance"] = provenance(ds)
+    res["cache_key"] = _tune_cache_key(p, ds, res["metric"])  # lets `rrfbench demo` reuse it
     path = results_dir() / ds.name / "presets" / p.name / "best.json"
     write_json(path, res)
     console.print(_table(f"{p.system}: shipped vs tuned on {ds.name}/{res['eval']['split']}", [

@@ -188,12 +188,10 @@ class Dataset:
         import ir_datasets
 
         parts = self.irds_id.split("/")
-        # walk up until an id with docs
-        for i in range(len(parts), 0, -1):
+        # the shortest prefix that has documents, e.g. beir/scifact for beir/scifact/test
+        for i in range(1, len(parts) + 1):
             cand = "/".join(parts[:i])
             if cand in ir_datasets.registry and ir_datasets.load(cand).has_docs():
-                if i < len(parts) or not ir_datasets.load(cand).has_qrels():
-                    return cand
                 return cand
         return self.irds_id
 

@@ -143,9 +143,9 @@ def win_loss(tuned, baseline, metric: str, baseline_name: str, path=None):
 def method_comparison(table: pd.DataFrame, metric: str, path=None):
     """Best value per fusion family (rrf, convex x norm x missing, combsum, combmnz)."""
     plt = _plt()
-    fam = table.method + table.norm.where(table.norm == "", " " + table.norm) + \
-        table.missing.where(table.missing == "", " /" + table.missing)
-    s = table.assign(family=fam).groupby("family")[metric].max().sort_values()
+    from .sweep import family_labels
+
+    s = table.assign(family=family_labels(table)).groupby("family")[metric].max().sort_values()
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(s) + 1.2))
     ax.barh(s.index, s.values, color="tab:blue")
     ax.set_xlim(s.min() - 0.02, s.max() + 0.01)

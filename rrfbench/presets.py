@@ -310,14 +310,10 @@ def read_prior(path: str | Path) -> dict[str, float]:
 # ----------------------------------------------------------------------------- evaluation
 def preset_runs(preset: Preset, ds, split: str, depth: int = 1000) -> dict[str, Run]:
     """The cached rrfbench runs each stream of ``preset`` needs (retrieved when missing)."""
-    from .retrievers import cached_run, make_retriever
+    from . import retrieve
 
-    out = {}
-    for role, spec in preset.streams.items():
-        if preset.name == "zeus" and role == "keyword" and not bm25_available():
-            continue
-        out[role] = cached_run(make_retriever(spec), ds, split, depth).run
-    return out
+    return {role: retrieve(ds, spec, split, depth) for role, spec in preset.streams.items()
+            if not (preset.name == "zeus" and role == "keyword" and not bm25_available())}
 
 
 def evaluate_preset(preset: Preset, runs, qrels, params=None, metrics=("nDCG@10", "R@100"),
@@ -334,6 +330,7 @@ def tune_preset(preset: Preset, ds, metric: str = "nDCG@10", tune_split: str | N
     from tqdm.auto import tqdm
 
     from .stats import bootstrap_ci, paired_t, permutation_test
+    from .tuning import best_index, cross_validate
 
     metrics = [metric] + (["R@100"] if metric != "R@100" else ["nDCG@10"])
     grid = preset.grid()
@@ -345,23 +342,18 @@ def tune_preset(preset: Preset, ds, metric: str = "nDCG@10", tune_split: str | N
         t_qrels, e_qrels = ds.qrels(tune_split), ds.qrels(eval_split)
         tune_vals = np.array([evaluate_preset(preset, t_runs, t_qrels, p, [metric])[metric].mean()
                               for p in tqdm(grid, desc=f"tune {preset.name}", disable=not progress)])
-        best = grid[int(np.flatnonzero(tune_vals == tune_vals.max())[0])]
+        best = grid[best_index(tune_vals)]
         tuned_pq = evaluate_preset(preset, e_runs, e_qrels, best, metrics)
         shipped_pq = evaluate_preset(preset, e_runs, e_qrels, shipped, metrics)
         tune_info = {"split": tune_split, "value": float(tune_vals.max()), "grid_size": len(grid)}
     else:
-        from sklearn.model_selection import KFold
-
         split = eval_split or ds.splits[0]
         e_runs, e_qrels = preset_runs(preset, ds, split), ds.qrels(split)
         table = np.stack([evaluate_preset(preset, e_runs, e_qrels, p, [metric])[metric].to_numpy()
                           for p in tqdm(grid, desc=f"tune {preset.name}", disable=not progress)])
-        cv = np.zeros(table.shape[1])
-        for tr, te in KFold(folds, shuffle=True, random_state=seed).split(cv):
-            m = table[:, tr].mean(axis=1)
-            cv[te] = table[int(np.flatnonzero(m == m.max())[0]), te]
+        cv, _ = cross_validate(table, folds, seed)
         means = table.mean(axis=1)
-        best = grid[int(np.flatnonzero(means == means.max())[0])]
+        best = grid[best_index(means)]
         tuned_pq = evaluate_preset(preset, e_runs, e_qrels, best, metrics)
         tuned_pq[metric] = cv  # report the cross-validated per-query values
         shipped_pq = evaluate_preset(preset, e_runs, e_qrels, shipped, metrics)

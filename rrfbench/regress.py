@@ -63,19 +63,19 @@ def _dense_uncached(ds, split: str, specs: list[str]) -> bool:
     return False
 
 
-def compute(entry: dict, metrics: list[str]) -> dict[str, float]:
-    """Recompute one entry's metrics."""
+def compute(entry: dict, metrics: list[str], ds=None) -> dict[str, float]:
+    """Recompute one entry's metrics (``ds``: the entry's dataset, if already loaded)."""
+    from . import retrieve
     from .datasets import load_dataset
     from .evaluate import evaluate
-    from .retrievers import cached_run, make_retriever
 
-    ds = load_dataset(entry["dataset"])
+    ds = ds or load_dataset(entry["dataset"])
     split = entry["split"]
     qrels = ds.qrels(split)
 
     def run(spec):
         kw = {"show_progress": False} if spec.startswith("dense") else {}
-        return cached_run(make_retriever(spec, **kw), ds, split, 1000).run
+        return retrieve(ds, spec, split, 1000, **kw)
 
     if "spec" in entry:
         fused = run(entry["spec"])
@@ -103,15 +103,18 @@ def check(baselines: dict, tolerance: float | None = None, compute_all: bool = F
 
     tol = baselines.get("tolerance", 0.005) if tolerance is None else tolerance
     rows = []
+    datasets: dict = {}  # each corpus read and fingerprinted once, not once per entry
     for entry in tqdm(baselines["entries"], desc="regress", disable=not progress):
         metrics = list(entry["metrics"])
-        ds = load_dataset(entry["dataset"])
+        if entry["dataset"] not in datasets:
+            datasets[entry["dataset"]] = load_dataset(entry["dataset"])
+        ds = datasets[entry["dataset"]]
         if not compute_all and _dense_uncached(ds, entry["split"], _specs(entry)):
             for m in metrics:
                 rows.append({**_ident(entry), "metric": m, "expected": entry["metrics"][m],
                              "actual": None, "status": "SKIP"})
             continue
-        actual = compute(entry, metrics)
+        actual = compute(entry, metrics, ds)
         for m in metrics:
             exp, act = float(entry["metrics"][m]), float(actual[m])
             if round(exp, 4) == round(act, 4):

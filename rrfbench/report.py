@@ -87,3 +87,49 @@ def write_report(out_dir: Path, sections: dict[str, str]) -> Path:
 
 def write_json(path: Path, obj) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
+
+
+def write_sweep_outputs(ds, best: dict, table, eval_table, out: Path) -> dict:
+    """best.json, per_query.csv, PNG plots and report.md under ``out``."""
+    import pandas as pd
+
+    from . import plots
+    from .presets import provenance
+    from .sweep import family_labels
+
+    names, metric = best["runs"], best["metric"]
+    best["dataset"] = ds.name
+    best["fingerprint"] = ds.fingerprint
+    best["provenance"] = provenance(ds)
+    best["grid_size"] = int(len(table))
+    fam = family_labels(table)
+    best["family_best"] = {}
+    for f, idx in table.groupby(fam)[metric].idxmax().items():
+        best["family_best"][f] = {"tune": float(table.loc[idx, metric]),
+                                  "eval": float(eval_table.loc[idx, metric]),
+                                  "label": str(table.loc[idx, "label"])}
+    pq = best.pop("per_query")
+    pd.DataFrame(pq).to_csv(out / "per_query.csv", index=False)
+    write_json(out / "best.json", best)
+    made = {}
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    for a, b in pairs[:3]:
+        p = out / f"heatmap_{a}_{b}.png"
+        plots.heatmap_k_weight(table, names, metric, pair=(a, b), path=p)
+        made[f"{metric} over k x weight: {a} + {b}"] = p.name
+    plots.k_curves(table, names, metric, path=out / "k_curves.png")
+    made[f"{metric} vs k"] = "k_curves.png"
+    if len(names) == 3:
+        plots.ternary(table, names, metric, path=out / "ternary.png")
+        made["weights simplex"] = "ternary.png"
+    plots.win_loss(pq["tuned"], pq["best_single"], metric, best["baselines"]["best_single"]["name"],
+                   path=out / "win_loss.png")
+    made["per-query wins/losses vs best single run"] = "win_loss.png"
+    plots.method_comparison(table, metric, path=out / "methods.png")
+    made["fusion families"] = "methods.png"
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    write_report(out, {"sweep": sweep_section(best, made)})
+    best["per_query"] = pq
+    return best

@@ -325,6 +325,12 @@ def run_sweep(engine: FusionEngine, configs: list[Config], out: str | Path | Non
     return result
 
 
+def family_labels(table: pd.DataFrame) -> pd.Series:
+    """Fusion family of each sweep row: ``rrf``, ``convex zscore /min``, ``combmnz minmax /zero``..."""
+    return (table.method + table.norm.where(table.norm == "", " " + table.norm)
+            + table.missing.where(table.missing == "", " /" + table.missing))
+
+
 def configs_from_table(table: pd.DataFrame, names: list[str]) -> list[Config]:
     """Rebuild :class:`Config` objects from sweep rows."""
     out = []

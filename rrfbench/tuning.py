@@ -35,10 +35,33 @@ def rrf60_config(n: int) -> Config:
     return Config("rrf", (60.0,) * n, (1.0,) * n, (None,) * n, 1)
 
 
+def best_index(values) -> int:
+    """Position of the largest value; ties -> the earliest (grid order decides, stably)."""
+    values = np.asarray(values)
+    return int(np.flatnonzero(values == values.max())[0])
+
+
 def _pick(table: pd.DataFrame, metric: str) -> int:
-    """Row position of the best mean ``metric``; ties -> the earliest config (stable)."""
-    vals = table[metric].to_numpy()
-    return int(np.flatnonzero(vals == vals.max())[0])
+    """Row position of the best mean ``metric`` in a sweep table."""
+    return best_index(table[metric].to_numpy())
+
+
+def cross_validate(per_query: np.ndarray, folds: int = 5, seed: int = 0):
+    """k-fold selection over queries: ``per_query`` is (configurations, queries).
+
+    Each fold's queries get the values of the configuration with the best mean on the other
+    folds. Returns (cross-validated per-query values, chosen configuration index per fold).
+    """
+    from sklearn.model_selection import KFold
+
+    nq = per_query.shape[1]
+    cv = np.zeros(nq)
+    chosen = []
+    for train_idx, test_idx in KFold(folds, shuffle=True, random_state=seed).split(np.arange(nq)):
+        best = best_index(per_query[:, train_idx].mean(axis=1))
+        chosen.append(best)
+        cv[test_idx] = per_query[best, test_idx]
+    return cv, chosen
 
 
 def _comparison(tuned: np.ndarray, other: np.ndarray) -> dict:
@@ -103,21 +126,13 @@ def tune_holdout(tune_engine: FusionEngine, eval_engine: FusionEngine, configs: 
 def tune_folds(engine: FusionEngine, configs: list[Config], metric: str, folds: int = 5,
                seed: int = 0, out=None, progress: bool = True) -> tuple[dict, pd.DataFrame]:
     """k-fold cross-validated tuning over one split's queries (see module docstring)."""
-    from sklearn.model_selection import KFold
-
     names = engine.names
     table = run_sweep(engine, configs, out, progress=progress, name="sweep")
     m = engine.metric_names.index(metric)
     pq_all = np.stack(table.per_query.to_numpy()) if m == 0 else engine.evaluate(
         configs_from_table(table, names))[:, m]
-    nq = pq_all.shape[1]
-    cv = np.zeros(nq)
-    chosen = []
-    for train_idx, test_idx in KFold(folds, shuffle=True, random_state=seed).split(np.arange(nq)):
-        means = pq_all[:, train_idx].mean(axis=1)
-        best = int(np.flatnonzero(means == means.max())[0])
-        chosen.append(str(table.label.iloc[best]))
-        cv[test_idx] = pq_all[best, test_idx]
+    cv, chosen_idx = cross_validate(pq_all, folds, seed)
+    chosen = [str(table.label.iloc[i]) for i in chosen_idx]
     best_pos = _pick(table, metric)
     cfg = configs_from_table(table.iloc[[best_pos]], names)[0]
     n = len(names)
