@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONUNBUFFERED := 1
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: demo test lab bench regress lint constraints clean
+.PHONY: demo test lab bench regress lint mutate constraints clean
 
 $(VENV)/.base:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,9 +37,9 @@ demo: $(VENV)/.dense-dev
 test: $(VENV)/.dense-dev
 	$(BIN)/python -m pytest -q
 
-## lab: open the notebooks in JupyterLab
+## lab: open the notebooks in JupyterLab (also as root, e.g. in a container)
 lab: $(VENV)/.notebooks
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 ## bench: speed benchmarks (ratios against named baselines, same process)
 bench: $(VENV)/.dense-dev
@@ -54,6 +54,14 @@ regress: $(VENV)/.dense-dev
 
 lint: $(VENV)/.dense-dev
 	$(BIN)/ruff check rrfbench tests benchmarks
+
+## mutate: mutation testing (mutmut) of fusion, runs, tuning, stats and the presets
+mutate: $(VENV)/.dense-dev
+	$(PIP) "mutmut>=3.3"
+	rm -rf mutants
+	$(BIN)/mutmut run --max-children 2 || true
+	$(BIN)/mutmut results > results/mutation.txt || true
+	$(BIN)/python benchmarks/mutation_score.py results/mutation.txt
 
 constraints: $(VENV)/.dense-dev
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^rrfbench' > constraints.txt.new

@@ -1,52 +1,40 @@
 """rrfbench: measure and tune reciprocal rank fusion over real runs and qrels.
 
-The public API is a few verbs and three types; everything else lives in its own module
-(``rrfbench.fusion``, ``rrfbench.sweep``, ``rrfbench.presets``...). Heavy libraries (torch,
-sentence-transformers, ranx, bm25s) are imported inside the functions that need them, so
-``import rrfbench`` stays fast.
+The public API is a few verbs and the types they use; everything else lives in its own module
+(``rrfbench.fusion``, ``rrfbench.engine``, ``rrfbench.tuning``, ``rrfbench.presets``...). This
+module only re-exports: no public name here is also the name of a submodule, so import order
+never changes what ``rrfbench.<name>`` is. Heavy libraries (torch, sentence-transformers, ranx,
+bm25s, numba) are imported inside the functions that need them, so ``import rrfbench`` stays
+fast.
 """
 
 from __future__ import annotations
 
+__version__ = "0.2.0"
+
 from .datasets import Dataset, load_dataset
-from .evaluate import evaluate, evaluate_per_query
+from .errors import CoverageWarning, InputError, RrfbenchError, ValidationWarning
+from .evaluation import coverage, evaluate, evaluate_per_query
+from .fusion import rrf as fuse
+from .fusion import score_fusion
+from .results import PresetResult, SweepResult, load_result
 from .runs import Qrels, Run
-
-__version__ = "0.1.0"
-
-
-def retrieve(dataset, retriever: str = "bm25", split: str = "test", depth: int = 1000,
-             force: bool = False, **options) -> Run:
-    """The run of ``retriever`` (a spec such as ``bm25``, ``fts5:phrase``, ``dense``) on a split.
-
-    Cached under ``results/runs/<dataset>/<split>/``; see :mod:`rrfbench.retrievers.base`.
-    """
-    from .retrievers import cached_run, make_retriever
-
-    ds = load_dataset(dataset) if isinstance(dataset, str) else dataset
-    return cached_run(make_retriever(retriever, **options), ds, split, depth, force).run
+from .workflows import retrieve
+from .workflows import sweep_dataset as sweep
+from .workflows import tune_preset_on as tune
 
 
-def fuse(runs, **kwargs) -> Run:
-    """Weighted reciprocal rank fusion of ``runs``; see :func:`rrfbench.fusion.rrf`."""
-    from .fusion import rrf
+def export(result, fmt: str) -> str:
+    """Render a result (or a saved best.json path) in a target system's configuration shape;
+    see :func:`rrfbench.exporters.render`."""
+    import os
 
-    return rrf(runs, **kwargs)
+    from .exporters import render
 
-
-def sweep(*args, **kwargs):
-    """Evaluate a grid of fusion configurations; see :func:`rrfbench.sweep.run_sweep`."""
-    from .sweep import run_sweep
-
-    return run_sweep(*args, **kwargs)
+    return render(load_result(result) if isinstance(result, (str, os.PathLike)) else result, fmt)
 
 
-def export(best, fmt: str) -> str:
-    """Render tuned constants in a target system's configuration shape; see :mod:`rrfbench.export`."""
-    from .export import render
-
-    return render(best, fmt)
-
-
-__all__ = ["Dataset", "Run", "Qrels", "load_dataset", "retrieve", "evaluate",
-           "evaluate_per_query", "fuse", "sweep", "export", "__version__"]
+__all__ = ["Dataset", "Run", "Qrels", "SweepResult", "PresetResult", "InputError",
+           "RrfbenchError", "CoverageWarning", "ValidationWarning", "load_dataset", "retrieve",
+           "evaluate", "evaluate_per_query", "coverage", "fuse", "score_fusion", "sweep",
+           "tune", "export", "load_result", "__version__"]

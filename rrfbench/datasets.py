@@ -28,7 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import InputError, RrfbenchError
-from .runs import Qrels
+from .runs import Qrels, read_text
+from .store import project_root
 
 BEIR_NAMES = {
     "arguana", "climate-fever", "cqadupstack", "dbpedia-entity", "fever", "fiqa", "hotpotqa",
@@ -37,35 +38,35 @@ BEIR_NAMES = {
 
 
 def search_path() -> list[Path]:
-    """Folders searched for datasets by name: ``$RRFBENCH_DATA`` entries, then ``./datasets``."""
+    """Folders searched for datasets by name: ``$RRFBENCH_DATA`` entries, then the project's
+    ``datasets/`` folder (see :func:`rrfbench.store.project_root`), else ``./datasets``."""
     folders = [Path(p) for p in os.environ.get("RRFBENCH_DATA", "").split(":") if p]
-    folders.append(Path("datasets"))
+    root = project_root()
+    folders.append(root / "datasets" if root is not None else Path("datasets"))
     return folders
 
 
 def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
-    if not path.exists():
-        raise InputError("file not found", path)
+    """JSON objects, one per line; errors name the file, the line and the problem."""
     rows = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", path, lineno) from None
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", path, lineno)
-            for key in required:
-                if key not in obj:
-                    raise InputError(f"missing required field {key!r}", path, lineno)
-            _id = str(obj["_id"])
-            if _id in seen:
-                raise InputError(f"duplicate _id {_id!r}; first on line {seen[_id]}", path, lineno)
-            seen[_id] = lineno
-            rows.append(obj)
+    for lineno, line in enumerate(read_text(path).split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg})", path, lineno) from None
+        if not isinstance(obj, dict):
+            raise InputError("expected a JSON object", path, lineno)
+        for key in required:
+            if key not in obj:
+                raise InputError(f"missing required field {key!r}", path, lineno)
+        _id = str(obj["_id"])
+        if _id in seen:
+            raise InputError(f"duplicate _id {_id!r}; first on line {seen[_id]}", path, lineno)
+        seen[_id] = lineno
+        rows.append(obj)
     return rows
 
 

@@ -20,8 +20,10 @@ per-run k as in Bruch, Gai & Ingber, TOIS 2023, "RRF(eta_lex, eta_sem)")::
 scores), ``combmnz`` (combsum x number of runs that retrieved d) and ``convex`` (``sum_r w_r *
 norm_r(d)``, i.e. ``alpha * s_dense + (1 - alpha) * s_lex`` for two runs). Normalisations, per
 query and per run: ``minmax``, ``zscore`` (population std), ``tmm`` (theoretical min-max: the
-scoring function's lowest possible score instead of the observed minimum; 0 for BM25/FTS5,
--1 for cosine), ``none``.
+scoring function's lowest possible score instead of the observed minimum), ``none``. The
+lowest possible score is *declared*, never guessed: each retriever records it in its run's
+manifest (0 for BM25 and FTS5, -1 for cosine; :attr:`Run.score_floor`), or the caller passes
+``theoretical_min``; asking for ``tmm`` on a run without one is an error.
 
 What a document absent from one run gets (``missing``): ``"zero"`` is ranx's choice (0 after
 normalisation: after z-scoring that is the run's *mean*, which rewards absence);
@@ -36,10 +38,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .errors import InputError, choice
 from .runs import Run
 
 NORMALISATIONS = ("minmax", "zscore", "tmm", "none")
-THEORETICAL_MIN = {"bm25": 0.0, "fts5": 0.0, "rank_bm25": 0.0, "dense": -1.0}
+SCORE_METHODS = ("convex", "combsum", "combmnz")
+METHODS = ("rrf",) + SCORE_METHODS
+MISSING = ("zero", "min")
 
 
 def _per_run(value, n: int, what: str) -> list:
@@ -47,8 +52,26 @@ def _per_run(value, n: int, what: str) -> list:
         return [value] * n
     value = list(value)
     if len(value) != n:
-        raise ValueError(f"{what}: expected one value or {n} (one per run), got {len(value)}")
+        raise InputError(f"{what}: expected one value or {n} (one per run), got {len(value)}")
     return value
+
+
+def _check_numbers(values, what: str, *, positive: bool = False, integer: bool = False) -> None:
+    for v in values:
+        if v is None:
+            continue
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise InputError(f"{what}: {v!r} is not a number") from None
+        if not np.isfinite(x):
+            raise InputError(f"{what}: {v!r} is not finite")
+        if positive and x <= 0:
+            raise InputError(f"{what}: {v!r} must be > 0")
+        if not positive and x < 0:
+            raise InputError(f"{what}: {v!r} must be >= 0")
+        if integer and x != int(x):
+            raise InputError(f"{what}: {v!r} must be a whole number")
 
 
 def _long_table(runs: Sequence[Run], depth) -> pd.DataFrame:
@@ -65,12 +88,19 @@ def rrf(runs: Sequence[Run], k: float | Sequence[float] = 60, weights: Sequence[
         name: str | None = None) -> Run:
     """Weighted RRF of ``runs`` (see module docstring for every rule)."""
     n = len(runs)
-    ks = np.asarray(_per_run(k, n, "k"), dtype=np.float64)
-    ws = np.asarray(_per_run(1.0 if weights is None else weights, n, "weights"), dtype=np.float64)
+    if n == 0:
+        raise InputError("fusion needs at least one run")
+    kl, wl = _per_run(k, n, "k"), _per_run(1.0 if weights is None else weights, n, "weights")
+    _check_numbers(kl, "k", positive=rank_base == 0)
+    _check_numbers(wl, "weights")
+    _check_numbers(_per_run(depth, n, "depth"), "depth", positive=True, integer=True)
+    ks, ws = np.asarray(kl, dtype=np.float64), np.asarray(wl, dtype=np.float64)
     if rank_base not in (0, 1):
-        raise ValueError("rank_base must be 0 or 1")
-    if (ws < 0).any():
-        raise ValueError("weights must be >= 0")
+        raise choice("rank_base", rank_base, (0, 1))
+    if ws.sum() <= 0:
+        raise InputError("weights: at least one run needs a weight > 0")
+    if limit:  # None or 0: no cut
+        _check_numbers([limit], "limit", positive=True, integer=True)
     long = _long_table(runs, depth)
     long = long[ws[long.run.to_numpy()] > 0]  # weight 0: no contribution, no documents
     r = long.run.to_numpy()
@@ -89,19 +119,34 @@ def normalise(df: pd.DataFrame, method: str, theoretical_min: float | None = Non
     if method == "minmax":
         lo, hi = g.transform("min"), g.transform("max")
     elif method == "tmm":
+        if theoretical_min is None:
+            raise InputError("tmm normalisation needs the run's theoretical minimum score")
         hi = g.transform("max")
-        lo = g.transform("min") if theoretical_min is None else pd.Series(theoretical_min, index=s.index)
+        lo = pd.Series(float(theoretical_min), index=s.index)
     elif method == "zscore":
         mu, sd = g.transform("mean"), g.transform(lambda x: x.std(ddof=0))
         return ((s - mu) / sd.replace(0.0, 1.0)).astype(np.float64)
     else:
-        raise ValueError(f"unknown normalisation {method!r}; choose from {NORMALISATIONS}")
+        raise choice("norm", method, NORMALISATIONS)
     span = (hi - lo).replace(0.0, np.nan)
     return ((s - lo) / span).fillna(1.0).astype(np.float64)
 
 
-def _theoretical_min(run: Run) -> float | None:
-    return THEORETICAL_MIN.get(run.name.split("-")[0].split(":")[0])
+def score_floors(runs: Sequence[Run], theoretical_min=None, norm: str = "tmm") -> list:
+    """Each run's declared lowest possible score (``theoretical_min`` overrides, per run).
+
+    For ``tmm`` a run without one is an error that says how to supply it.
+    """
+    floors = (_per_run(theoretical_min, len(runs), "theoretical_min")
+              if theoretical_min is not None else [r.score_floor for r in runs])
+    if norm == "tmm":
+        for run, f in zip(runs, floors, strict=True):
+            if f is None:
+                raise InputError(
+                    f"tmm normalisation needs run {run.name!r}'s theoretical minimum score, and "
+                    "it declares none (a run read from a file without its manifest, or a fused "
+                    "run); pass theoretical_min=, or use Run.with_meta(score_floor=...)")
+    return floors
 
 
 def score_fusion(runs: Sequence[Run], method: str = "convex", norm: str = "minmax",
@@ -110,15 +155,25 @@ def score_fusion(runs: Sequence[Run], method: str = "convex", norm: str = "minma
                  theoretical_min: Sequence[float | None] | None = None,
                  name: str | None = None) -> Run:
     """CombSUM / CombMNZ / convex combination of normalised scores (see module docstring)."""
-    if method not in ("combsum", "combmnz", "convex"):
-        raise ValueError(f"unknown score fusion {method!r}")
-    if missing not in ("zero", "min"):
-        raise ValueError("missing must be 'zero' or 'min'")
+    if method not in SCORE_METHODS:
+        raise choice("method", method, SCORE_METHODS)
+    if norm not in NORMALISATIONS:
+        raise choice("norm", norm, NORMALISATIONS)
+    if missing not in MISSING:
+        raise choice("missing", missing, MISSING)
     n = len(runs)
-    ws = np.asarray(_per_run(1.0 if weights is None or method != "convex" else weights, n,
-                             "weights"), dtype=np.float64)
-    tmins = theoretical_min or [_theoretical_min(r) for r in runs]
+    if n == 0:
+        raise InputError("fusion needs at least one run")
+    wl = _per_run(1.0 if weights is None or method != "convex" else weights, n, "weights")
+    _check_numbers(wl, "weights")
+    ws = np.asarray(wl, dtype=np.float64)
+    if ws.sum() <= 0:
+        raise InputError("weights: at least one run needs a weight > 0")
+    tmins = score_floors(runs, theoretical_min, norm)
     depths = _per_run(depth, n, "depth")
+    _check_numbers(depths, "depth", positive=True, integer=True)
+    if limit:  # None or 0: no cut
+        _check_numbers([limit], "limit", positive=True, integer=True)
     parts = []
     for i, run in enumerate(runs):
         if ws[i] == 0:

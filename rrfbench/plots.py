@@ -1,13 +1,17 @@
-"""Plots drawn from sweep tables (matplotlib, Agg-safe). Each returns the Figure and, given
-``path``, also saves a PNG there (atomically)."""
+"""Plots drawn from sweep tables and result objects (matplotlib, Agg-safe).
+
+Each returns the Figure and, given ``path``, also saves a PNG there (atomically). Every plot
+says in its title which split (set of queries) it shows.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from .store import write_figure
 
 
 def _plt():
@@ -22,12 +26,16 @@ def _plt():
 
 def _save(fig, path):
     if path is not None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
+        write_figure(path, fig)
     return fig
+
+
+def _on(split: str | None) -> str:
+    return f" [split {split}]" if split else ""
+
+
+def close_all() -> None:
+    _plt().close("all")
 
 
 def _rrf_rows(table: pd.DataFrame, names: list[str]) -> pd.DataFrame:
@@ -41,7 +49,8 @@ def _rrf_rows(table: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     return t.assign(k=t[f"k_{names[0]}"])
 
 
-def heatmap_k_weight(table: pd.DataFrame, names: list[str], metric: str, pair=None, path=None):
+def heatmap_k_weight(table: pd.DataFrame, names: list[str], metric: str, pair=None, path=None,
+                     split: str | None = None):
     """Metric over k (rows) x weight share of ``pair[0]`` (columns), for two runs' RRF.
 
     With more runs, only configurations where exactly the two runs of ``pair`` have weight
@@ -66,11 +75,12 @@ def heatmap_k_weight(table: pd.DataFrame, names: list[str], metric: str, pair=No
     ax.plot(best[1], best[0], "r*", markersize=14, label=f"best {np.nanmax(grid.to_numpy()):.4f}")
     ax.legend(loc="upper right")
     fig.colorbar(im, ax=ax, label=metric)
-    ax.set_title(f"{metric}: RRF of {a} + {b}")
+    ax.set_title(f"{metric}: RRF of {a} + {b}{_on(split)}")
     return _save(fig, path)
 
 
-def k_curves(table: pd.DataFrame, names: list[str], metric: str, path=None, max_lines: int = 8):
+def k_curves(table: pd.DataFrame, names: list[str], metric: str, path=None, max_lines: int = 8,
+             split: str | None = None):
     """Metric vs k, one line per weight vector (the best few, plus equal weights)."""
     plt = _plt()
     t = _rrf_rows(table, names)
@@ -90,17 +100,20 @@ def k_curves(table: pd.DataFrame, names: list[str], metric: str, path=None, max_
     ax.set_xscale("log")
     ax.set_xlabel("RRF k (log)")
     ax.set_ylabel(metric)
-    ax.set_title(f"{metric} vs k ({' / '.join(names)})")
+    ax.set_title(f"{metric} vs k ({' / '.join(names)}){_on(split)}")
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
     return _save(fig, path)
 
 
-def ternary(table: pd.DataFrame, names: list[str], metric: str, k: float | None = None, path=None):
+def ternary(table: pd.DataFrame, names: list[str], metric: str, k: float | None = None, path=None,
+            split: str | None = None):
     """Three runs' weight simplex coloured by the metric (best over k, or at one ``k``)."""
     plt = _plt()
     if len(names) != 3:
-        raise ValueError("ternary needs exactly three runs")
+        from .errors import InputError
+
+        raise InputError(f"a ternary plot needs exactly three runs, got {len(names)}")
     t = _rrf_rows(table, names)
     if k is not None:
         t = t[t.k == k]
@@ -121,11 +134,12 @@ def ternary(table: pd.DataFrame, names: list[str], metric: str, k: float | None 
     ax.set_axis_off()
     ax.legend(loc="upper right")
     fig.colorbar(sc, ax=ax, label=metric, shrink=0.8)
-    ax.set_title(f"{metric} over RRF weights ({'best k' if k is None else f'k={k:g}'})")
+    ax.set_title(f"{metric} over RRF weights ({'best k' if k is None else f'k={k:g}'}){_on(split)}")
     return _save(fig, path)
 
 
-def win_loss(tuned, baseline, metric: str, baseline_name: str, path=None):
+def win_loss(tuned, baseline, metric: str, baseline_name: str, path=None,
+             split: str | None = None):
     """Per-query difference tuned - baseline, sorted: wins above zero, losses below."""
     plt = _plt()
     d = np.sort(np.asarray(tuned) - np.asarray(baseline))[::-1]
@@ -136,14 +150,14 @@ def win_loss(tuned, baseline, metric: str, baseline_name: str, path=None):
     ax.set_xlabel("queries (sorted)")
     ax.set_ylabel(f"delta {metric}")
     ax.set_title(f"tuned vs {baseline_name}: {int((d > 0).sum())} wins, "
-                 f"{int((d < 0).sum())} losses, {int((d == 0).sum())} ties")
+                 f"{int((d < 0).sum())} losses, {int((d == 0).sum())} ties{_on(split)}")
     return _save(fig, path)
 
 
-def method_comparison(table: pd.DataFrame, metric: str, path=None):
+def method_comparison(table: pd.DataFrame, metric: str, path=None, split: str | None = None):
     """Best value per fusion family (rrf, convex x norm x missing, combsum, combmnz)."""
     plt = _plt()
-    from .sweep import family_labels
+    from .engine import family_labels
 
     s = table.assign(family=family_labels(table)).groupby("family")[metric].max().sort_values()
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(s) + 1.2))
@@ -152,5 +166,82 @@ def method_comparison(table: pd.DataFrame, metric: str, path=None):
     for i, v in enumerate(s.values):
         ax.text(v, i, f" {v:.4f}", va="center", fontsize=8)
     ax.set_xlabel(f"best {metric}")
-    ax.set_title("fusion families (best configuration of each)")
+    ax.set_title(f"fusion families (best configuration of each){_on(split)}")
+    return _save(fig, path)
+
+
+# --------------------------------------------------------------------------- suites
+def forest(result, path=None):
+    """Per collection: delta vs the default with 95% CIs, LOCO-tuned and in-domain-tuned
+    (evaluation splits)."""
+    plt = _plt()
+    rows = list(result.loco)
+    y = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(rows) + 1.6))
+    for off, key, label, color in ((-0.15, "loco", "LOCO (tuned on the others)", "tab:blue"),
+                                   (0.15, "in_domain", "in-domain tuned (optimistic)", "tab:orange")):
+        if key == "loco":
+            d = [r["default"]["delta"] for r in rows]
+            lo = [r["default"]["delta_ci95"][0] for r in rows]
+            hi = [r["default"]["delta_ci95"][1] for r in rows]
+        else:
+            d = [r["in_domain"]["delta_vs_default"] for r in rows]
+            lo = [r["in_domain"]["delta_vs_default_ci95"][0] for r in rows]
+            hi = [r["in_domain"]["delta_vs_default_ci95"][1] for r in rows]
+        err = [np.subtract(d, lo), np.subtract(hi, d)]
+        ax.errorbar(d, y + off, xerr=err, fmt="o", color=color, label=label, capsize=3)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(y, [r["collection"] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"delta {result.metric} vs {result.default['label']}")
+    ax.set_title(f"suite {result.suite}: {result.verdict} [evaluation splits]")
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3, axis="x")
+    return _save(fig, path)
+
+
+def transfer_heatmap(result, path=None):
+    """Tuned on A (rows), evaluated on B (columns): delta vs the default on B."""
+    plt = _plt()
+    tm = result.transfer_matrix
+    d = np.asarray(tm["delta"])
+    names = tm["collections"]
+    lim = max(float(np.abs(d).max()), 1e-6)
+    fig, ax = plt.subplots(figsize=(1.1 * len(names) + 2.5, 0.9 * len(names) + 1.5))
+    im = ax.imshow(d, cmap="RdBu", vmin=-lim, vmax=lim)
+    ax.set_xticks(range(len(names)), names, rotation=40, ha="right")
+    ax.set_yticks(range(len(names)), names)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            ax.text(j, i, f"{d[i, j]:+.3f}", ha="center", va="center", fontsize=8)
+    ax.set_xlabel("evaluated on (evaluation split)")
+    ax.set_ylabel("tuned on (tuning split)")
+    fig.colorbar(im, ax=ax, label=f"delta {result.metric} vs default")
+    ax.set_title(f"transfer matrix, suite {result.suite} [tune split -> eval split]")
+    return _save(fig, path)
+
+
+def k_curves_collections(result, path=None):
+    """RRF with equal weights vs k, one line per collection: delta vs k=60 on its
+    evaluation split; a star marks the k each collection prefers on its tuning split."""
+    plt = _plt()
+    kc = result.k_curves
+    ks = np.asarray(kc["k"])
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, vals in kc["eval"].items():
+        v = np.asarray(vals)
+        ref = v[np.argmin(np.abs(ks - 60))]
+        line, = ax.plot(ks, v - ref, marker="o", ms=3, label=name)
+        bk = kc["best_k"].get(name)
+        if bk is not None:
+            i = int(np.argmin(np.abs(ks - bk)))
+            ax.plot(ks[i], v[i] - ref, "*", ms=12, color=line.get_color())
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xscale("log")
+    ax.set_xlabel("RRF k (log), equal weights")
+    ax.set_ylabel(f"delta {result.metric} vs k=60")
+    ax.set_title(f"k curves per collection, suite {result.suite} [evaluation splits; star: "
+                 "preferred k on tuning split]")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
     return _save(fig, path)

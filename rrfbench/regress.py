@@ -20,20 +20,29 @@ from pathlib import Path
 
 from .errors import InputError
 
-DEFAULT_PATH = Path("results/baselines.json")
+
+def default_path() -> Path:
+    """``<project>/results/baselines.json`` (the committed baselines)."""
+    from .store import project_root
+
+    root = project_root()
+    return (root / "results" if root is not None else Path("results")) / "baselines.json"
 DENSE_SKIP_DOCS = 2000
 
 
 def load_baselines(path: str | Path) -> dict:
+    from .runs import read_text
+
     path = Path(path)
-    if not path.exists():
-        raise InputError("baselines file not found", path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg})", path, exc.lineno) from None
-    if "entries" not in data:
-        raise InputError("expected an object with 'entries'", path)
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+        raise InputError("expected an object with a list 'entries'", path)
+    for i, e in enumerate(data["entries"]):
+        if not isinstance(e, dict) or not {"dataset", "split", "system", "metrics"} <= set(e):
+            raise InputError(f"entry {i} needs dataset, split, system and metrics", path)
     return data
 
 
@@ -50,13 +59,14 @@ def _specs(entry: dict) -> list[str]:
 def _dense_uncached(ds, split: str, specs: list[str]) -> bool:
     """True when a dense run would need a full-corpus encoding this machine has not cached."""
     from .retrievers import make_retriever, run_path
-    from .retrievers.base import _expected, manifest_matches, read_manifest
+    from .retrievers.base import expected_manifest, manifest_matches, read_manifest
 
     for spec in specs:
         if not spec.startswith("dense") or len(ds.corpus) <= DENSE_SKIP_DOCS:
             continue
         r = make_retriever(spec, show_progress=False)
-        if manifest_matches(read_manifest(run_path(ds.name, split, r.name)), _expected(r, ds, split, 1000)):
+        if manifest_matches(read_manifest(run_path(ds.name, split, r.name)),
+                            expected_manifest(r, ds, split, 1000)):
             continue
         if not r.embeddings_path(ds).exists():
             return True
@@ -65,9 +75,9 @@ def _dense_uncached(ds, split: str, specs: list[str]) -> bool:
 
 def compute(entry: dict, metrics: list[str], ds=None) -> dict[str, float]:
     """Recompute one entry's metrics (``ds``: the entry's dataset, if already loaded)."""
-    from . import retrieve
     from .datasets import load_dataset
-    from .evaluate import evaluate
+    from .evaluation import evaluate
+    from .workflows import retrieve
 
     ds = ds or load_dataset(entry["dataset"])
     split = entry["split"]
@@ -83,28 +93,25 @@ def compute(entry: dict, metrics: list[str], ds=None) -> dict[str, float]:
         from .presets import get_preset
 
         p = get_preset(entry["preset"])
-        fused = p.run({role: run(spec) for role, spec in p.streams.items()}, entry.get("params"))
+        fused = p.run({role: run(spec) for role, spec in p.roles_available().items()},
+                      entry.get("params"))
     else:
-        from .sweep import Config
+        from .engine import Config
 
-        cfg = dict(entry["config"])
-        cfg.pop("label", None)
-        config = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items()})
-        fused = config.fuse([run(s) for s in entry["runs"]])
+        fused = Config.from_json(entry["config"]).fuse([run(s) for s in entry["runs"]])
     return evaluate(fused, qrels, metrics)
 
 
 def check(baselines: dict, tolerance: float | None = None, compute_all: bool = False,
           progress: bool = False):
     """Rows (entry, metric, expected, actual, status) for every baseline entry."""
-    from tqdm.auto import tqdm
-
     from .datasets import load_dataset
+    from .progress import progress as bar
 
     tol = baselines.get("tolerance", 0.005) if tolerance is None else tolerance
     rows = []
     datasets: dict = {}  # each corpus read and fingerprinted once, not once per entry
-    for entry in tqdm(baselines["entries"], desc="regress", disable=not progress):
+    for entry in bar(baselines["entries"], desc="regress", unit="entry", enabled=progress):
         metrics = list(entry["metrics"])
         if entry["dataset"] not in datasets:
             datasets[entry["dataset"]] = load_dataset(entry["dataset"])

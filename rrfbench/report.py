@@ -1,135 +1,276 @@
-"""``report.md``: what a person reads after a sweep (and the preset table, when there is one)."""
+"""``report.md`` and the files beside it: what a person reads after a sweep or preset tuning.
+
+Everything here reads result objects (:mod:`rrfbench.results`); nothing builds or changes one.
+A report is assembled from named sections (``report.<name>.md``), so the sweep and the preset
+table can be regenerated independently.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .runs import atomic_write_text
+from .results import PresetResult, SweepResult, save_result
+from .store import write_text
 
 
-def _ci(ci) -> str:
-    return f"[{ci[0]:.4f}, {ci[1]:.4f}]"
+def ci(c) -> str:
+    return f"[{c[0]:.4f}, {c[1]:.4f}]"
 
 
-def _p(p) -> str:
+def pval(p) -> str:
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
-def sweep_section(best: dict, plots: dict[str, str]) -> str:
-    m = best["metric"]
-    ev, bl = best["eval"], best["baselines"]
-    tune = best["tune"]
-    how = (f"tuned on split `{tune['split']}`, evaluated on split `{ev['split']}`"
-           if "split" in tune else f"{tune['folds']}-fold cross-validation over queries "
-           f"(seed {tune.get('seed', 0)}); each query scored by the configuration chosen on the "
-           "other folds")
-    bs, r60 = bl["best_single"], bl["rrf60_equal"]
-    won = ev["value"] > max(bs["value"], r60["value"])
+def sweep_section(r: SweepResult, plots: dict[str, str]) -> str:
+    m = r.metric
+    ev = r.tuned
+    bs, r60 = r.baselines["best_single"], r.baselines["rrf60_equal"]
+    won = ev.value > max(bs.value, r60.value)
     verdict = ("The tuned configuration beats both baselines on the evaluation queries"
                if won else "The tuned configuration does **not** beat both baselines on the "
                "evaluation queries")
     sig = [n for n, b in (("best single run", bs), ("RRF k=60 equal weights", r60))
-           if b["p_value"] < 0.05 and ev["value"] > b["value"]]
+           if b.p_value < 0.05 and b.delta > 0]
     lines = [
-        f"## Fusion sweep: {best['dataset']} ({' + '.join(best['runs'])})",
+        f"## Fusion sweep: {r.dataset} ({' + '.join(r.runs)})",
         "",
-        f"Metric **{m}**; {how}; {best.get('grid_size', '?')} configurations.",
+        f"Metric **{m}**; {r.protocol.describe()} ({r.protocol.reason}); {r.grid_size} "
+        "configurations.",
         "",
-        f"Chosen configuration: `{best['config']['label']}`",
+        f"Chosen configuration: `{r.label}`",
         "",
         f"| system | {m} (eval) | 95% CI | delta vs tuned | p (randomisation) | p (t-test) |",
         "|---|---|---|---|---|---|",
-        f"| **tuned** | **{ev['value']:.4f}** | {_ci(ev['ci95'])} | | | |",
-        f"| best single run ({bs['name']}) | {bs['value']:.4f} | {_ci(bs['ci95'])} | "
-        f"{bs['delta']:+.4f} | {_p(bs['p_value'])} | {_p(bs['p_value_t'])} |",
-        f"| RRF k=60, equal weights | {r60['value']:.4f} | {_ci(r60['ci95'])} | "
-        f"{r60['delta']:+.4f} | {_p(r60['p_value'])} | {_p(r60['p_value_t'])} |",
+        f"| **tuned** | **{ev.value:.4f}** | {ci(ev.ci95)} | | | |",
+        f"| best single run ({bs.name}) | {bs.value:.4f} | {ci(bs.ci95)} | "
+        f"{bs.delta:+.4f} | {pval(bs.p_value)} | {pval(bs.p_value_t)} |",
+        f"| RRF k=60, equal weights | {r60.value:.4f} | {ci(r60.ci95)} | "
+        f"{r60.delta:+.4f} | {pval(r60.p_value)} | {pval(r60.p_value_t)} |",
         "",
         f"{verdict} ({'significant at 0.05 against: ' + ', '.join(sig) if sig else 'no difference significant at 0.05'}).",
         "",
         "Single runs on the evaluation queries: " + ", ".join(
-            f"{n} {v:.4f}" for n, v in best["singles"].items()) + ".",
+            f"{n} {v:.4f}" for n, v in r.singles.items()) + ".",
         "",
         "**Optimism gap.** Had the grid been tuned on the evaluation queries themselves, the "
-        f"best value would have been {best['optimism']['best_on_eval']:.4f} "
-        f"(`{best['optimism']['best_on_eval_label']}`); the honestly tuned configuration ranks "
-        f"{best['optimism']['rank_on_eval_grid']} of {best['optimism']['grid_size']} there "
-        f"(gap {best['optimism']['gap']:.4f}).",
+        f"best value would have been {r.optimism['best_on_eval']:.4f} "
+        f"(`{r.optimism['best_on_eval_label']}`); the honestly tuned configuration ranks "
+        f"{r.optimism['rank_on_eval_grid']} of {r.optimism['grid_size']} there "
+        f"(gap {r.optimism['gap']:.4f}).",
         "",
     ]
-    if "family_best" in best:
+    if r.assumptions:
+        lines += ["**Assumptions.** " + " ".join(f"{a.rstrip('.')}." for a in r.assumptions), ""]
+    if r.family_best:
         lines += ["Best configuration of each fusion family (on the tuning queries; "
-                  "eval value of that configuration):", "",
-                  f"| family | tune {m} | eval {m} |", "|---|---|---|"]
-        for fam, row in best["family_best"].items():
-            lines.append(f"| {fam} | {row['tune']:.4f} | {row['eval']:.4f} |")
+                  "evaluation value of that configuration):", "",
+                  f"| family | tune {m} | eval {m} | configuration |", "|---|---|---|---|"]
+        for fam, row in r.family_best.items():
+            lines.append(f"| {fam} | {row['tune']:.4f} | {row['eval']:.4f} | `{row['label']}` |")
         lines.append("")
     for title, path in plots.items():
         lines += [f"![{title}]({path})", ""]
     return "\n".join(lines)
 
 
+def knob_str(r: PresetResult) -> str:
+    return ", ".join(f"{k}={v}" for k, v in r.tuned_knobs().items())
+
+
+def presets_section(dataset: str, rows: list[PresetResult]) -> str:
+    lines = [f"## Studied systems: as shipped vs tuned within their own knobs ({dataset})", "",
+             "Each system's fusion arithmetic (formula, rank base, weights, candidate depths, tie "
+             "order, trimming, fallback) is reproduced on rrfbench runs and was checked against "
+             "independent implementations; what around it is assumed or not modelled is listed "
+             "below per system. Tuned only over the knobs the system exposes, within their "
+             "ranges. R@100 is bounded by the system's own result limit.", "",
+             "| system | shipped {m} | tuned {m} | 95% CI (tuned) | p vs shipped | "
+             "shipped R@100 | tuned R@100 | tuned knobs | protocol |".replace(
+                 "{m}", rows[0].metric if rows else "nDCG@10"),
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        m = r.metric
+        proto = (f"{r.protocol.tune_split} -> {r.protocol.eval_split}"
+                 if r.protocol.kind == "holdout" else f"{r.protocol.folds}-fold CV")
+        lines.append(
+            f"| {r.preset} | {r.shipped['metrics'][m]:.4f} | {r.tuned.value:.4f} | "
+            f"{ci(r.tuned.ci95)} | {pval(r.vs_shipped.p_value)} | "
+            f"{r.shipped['metrics'].get('R@100', float('nan')):.4f} | "
+            f"{r.tuned_metrics.get('R@100', float('nan')):.4f} | {knob_str(r)} | {proto} |")
+    lines += ["", "Fidelity (what each preset reproduces, and how):", ""]
+    for r in rows:
+        items = "; ".join(f"*{f['status']}*: {f['item']}" + (f" ({f['note']})" if f["note"] else "")
+                          for f in r.fidelity)
+        lines.append(f"- **{r.preset}**: {items}")
+    lines.append("")
+    return "\n".join(lines)
+
+
 def write_report(out_dir: Path, sections: dict[str, str]) -> Path:
-    """Write ``out_dir/report.md`` from named sections (stored as ``report.<name>.md`` too, so
-    the sweep and the preset table can be regenerated independently)."""
+    """Write ``out_dir/report.md`` from named sections (kept as ``report.<name>.md``)."""
     out_dir = Path(out_dir)
     for name, text in sections.items():
-        atomic_write_text(out_dir / f"report.{name}.md", text)
+        write_text(out_dir / f"report.{name}.md", text)
     parts = sorted(out_dir.glob("report.*.md"))
-    order = {"sweep": 0, "presets": 1}
+    order = {"retrievers": 0, "sweep": 1, "presets": 2}
     parts.sort(key=lambda p: order.get(p.name.split(".")[1], 9))
     body = "\n".join(p.read_text() for p in parts)
-    text = f"# rrfbench report: {out_dir.name}\n\n{body}"
-    atomic_write_text(out_dir / "report.md", text)
-    return out_dir / "report.md"
+    return write_text(out_dir / "report.md", f"# rrfbench report: {out_dir.name}\n\n{body}")
 
 
-def write_json(path: Path, obj) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
+def retrievers_section(dataset: str, rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    cols = [c for c in rows[0] if c not in ("cached",)]
+    lines = [f"## Single retrievers ({dataset})", "", "| " + " | ".join(cols) + " |",
+             "|" + "---|" * len(cols)]
+    for row in rows:
+        lines.append("| " + " | ".join(f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c])
+                                       for c in cols) + " |")
+    return "\n".join(lines) + "\n"
 
 
-def write_sweep_outputs(ds, best: dict, table, eval_table, out: Path) -> dict:
-    """best.json, per_query.csv, PNG plots and report.md under ``out``."""
+def write_sweep_outputs(result: SweepResult, table, eval_table, out: Path) -> dict[str, str]:
+    """best.json, per_query.csv, PNG plots and report.md under ``out``; returns the plots."""
+    import hashlib
+    import json
+
     import pandas as pd
 
     from . import plots
-    from .presets import provenance
-    from .sweep import family_labels
+    from .store import write_json
+    from .store import write_text as _wt
 
-    names, metric = best["runs"], best["metric"]
-    best["dataset"] = ds.name
-    best["fingerprint"] = ds.fingerprint
-    best["provenance"] = provenance(ds)
-    best["grid_size"] = int(len(table))
-    fam = family_labels(table)
-    best["family_best"] = {}
-    for f, idx in table.groupby(fam)[metric].idxmax().items():
-        best["family_best"][f] = {"tune": float(table.loc[idx, metric]),
-                                  "eval": float(eval_table.loc[idx, metric]),
-                                  "label": str(table.loc[idx, "label"])}
-    pq = best.pop("per_query")
-    pd.DataFrame(pq).to_csv(out / "per_query.csv", index=False)
-    write_json(out / "best.json", best)
+    out = Path(out)
+    names, metric = list(result.runs), result.metric
+    split = result.protocol.eval_split
+    tune_split = result.protocol.tune_split
+    save_result(result, out / "best.json")
+    _wt(out / "per_query.csv", pd.DataFrame(result.per_query).to_csv(index=False))
+    # plots are drawn from the tables and the result: when neither changed, keep the PNGs
+    d = result.to_json()
+    d.pop("provenance", None)
+    digest = hashlib.sha256(json.dumps([d, len(table), float(table[metric].sum())],
+                                       sort_keys=True, default=str).encode()).hexdigest()[:16]
+    stamp = out / "plots.json"
+    if stamp.exists():
+        old = json.loads(stamp.read_text())
+        if old.get("digest") == digest and all((out / f).exists() for f in old["plots"].values()):
+            write_report(out, {"sweep": sweep_section(result, old["plots"])})
+            return old["plots"]
     made = {}
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
     for a, b in pairs[:3]:
         p = out / f"heatmap_{a}_{b}.png"
-        plots.heatmap_k_weight(table, names, metric, pair=(a, b), path=p)
-        made[f"{metric} over k x weight: {a} + {b}"] = p.name
-    plots.k_curves(table, names, metric, path=out / "k_curves.png")
-    made[f"{metric} vs k"] = "k_curves.png"
+        plots.heatmap_k_weight(table, names, metric, pair=(a, b), path=p, split=tune_split)
+        made[f"{metric} over k x weight: {a} + {b} (split {tune_split})"] = p.name
+    plots.k_curves(table, names, metric, path=out / "k_curves.png", split=tune_split)
+    made[f"{metric} vs k (split {tune_split})"] = "k_curves.png"
     if len(names) == 3:
-        plots.ternary(table, names, metric, path=out / "ternary.png")
-        made["weights simplex"] = "ternary.png"
-    plots.win_loss(pq["tuned"], pq["best_single"], metric, best["baselines"]["best_single"]["name"],
-                   path=out / "win_loss.png")
-    made["per-query wins/losses vs best single run"] = "win_loss.png"
-    plots.method_comparison(table, metric, path=out / "methods.png")
-    made["fusion families"] = "methods.png"
-    import matplotlib.pyplot as plt
+        plots.ternary(table, names, metric, path=out / "ternary.png", split=tune_split)
+        made[f"weights simplex (split {tune_split})"] = "ternary.png"
+    bs = result.baselines["best_single"]
+    plots.win_loss(result.per_query["tuned"], result.per_query["best_single"], metric, bs.name,
+                   path=out / "win_loss.png", split=split)
+    made[f"per-query wins/losses vs best single run (split {split})"] = "win_loss.png"
+    plots.method_comparison(table, metric, path=out / "methods.png", split=tune_split)
+    made[f"fusion families (split {tune_split})"] = "methods.png"
+    plots.close_all()
+    write_json(stamp, {"digest": digest, "plots": made})
+    write_report(out, {"sweep": sweep_section(result, made)})
+    return made
 
-    plt.close("all")
-    write_report(out, {"sweep": sweep_section(best, made)})
-    best["per_query"] = pq
-    return best
+
+# --------------------------------------------------------------------------- suites
+def transfer_section(r, plots: dict[str, str]) -> str:
+    """The LOCO table, verdict, transfer matrix and collection characteristics of a suite."""
+    from .transfer import spearman
+
+    what = (f"free fusion ({' + '.join(r.runs)})" if r.family == "fusion"
+            else f"preset {r.family} within its own knobs")
+    m = r.metric
+    s = r.summary
+    lines = [f"## Transfer across collections: suite `{r.suite}`, {what}", "",
+             f"Collections: {', '.join(r.collections)}. Metric **{m}**. Selection: objective "
+             f"`{r.objective}`, rule `{r.rule}`; {r.grid_size} grid points. Default: "
+             f"{r.default['label']}.", "",
+             f"**Verdict: {r.verdict}.** {r.verdict_reason}.", "",
+             f"- Selected on all collections: `{r.label}`",
+             f"- Recommended default: `{r.recommended['label']}` ({r.recommended['reason']})", "",
+             "### Leave-one-collection-out", "",
+             "Each row: selected on the *other* collections, evaluated on this collection's "
+             "evaluation split; p-values are paired randomisation tests on its queries.", "",
+             "| collection | queries | selected on the others | LOCO | default | delta vs default "
+             "[95% CI] | p | outcome | best single (others) | in-domain tuned (optimistic) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in r.loco:
+        d = row["default"]
+        bs = row.get("best_single")
+        bs_txt = f"{bs['name']} {bs['value']:.4f} (p {pval(bs['p_value'])})" if bs else "-"
+        ind = row["in_domain"]
+        lines.append(
+            f"| {row['collection']} | {row['n_queries']} | `{row['selected']}` | "
+            f"{row['loco']['value']:.4f} | {d['value']:.4f} | {d['delta']:+.4f} "
+            f"[{d['delta_ci95'][0]:+.4f}, {d['delta_ci95'][1]:+.4f}] | {pval(d['p_value'])} | "
+            f"{d['outcome']} | {bs_txt} | {ind['value']:.4f} ({ind['protocol']}; "
+            f"{ind['delta_vs_default']:+.4f} vs default) |")
+    mac = s["macro"]
+    lines += ["",
+              "Macro means (each collection weighs the same): LOCO "
+              f"{mac['loco']:.4f}, default {mac['default']:.4f}"
+              + (f", best single {mac['best_single']:.4f}" if "best_single" in mac else "")
+              + f", in-domain {mac['in_domain']:.4f}. LOCO gain {s['gain']:+.4f}: p = "
+              f"{pval(s['p_value_queries'])} over queries, p = {pval(s['p_value_collections'])} "
+              f"over collections (95% CI {s['gain_ci95_collections'][0]:+.4f} to "
+              f"{s['gain_ci95_collections'][1]:+.4f}). Significant wins / ties / losses vs the "
+              f"default: {s['wins']} / {s['ties']} / {s['losses']}.", ""]
+    tm = r.transfer_matrix
+    lines += ["### Transfer matrix", "",
+              f"Tuned on the row's collection (its tuning split), evaluated on the column's "
+              f"evaluation split: {m} delta vs the default there (diagonal: in-domain).", "",
+              "| tuned on \\ evaluated on | " + " | ".join(tm["collections"]) + " |",
+              "|---|" + "---|" * len(tm["collections"])]
+    for a, row in zip(tm["collections"], tm["delta"], strict=True):
+        lines.append(f"| {a} | " + " | ".join(f"{v:+.4f}" for v in row) + " |")
+    lines.append("")
+    chars = list(r.characteristics)
+    if chars:
+        cols = [c for c in ("docs", "eval_queries", "relevant_per_query", "query_words",
+                            "doc_words", "best_rrf_k", "in_domain_label") if c in chars[0]]
+        lines += ["### What the collections have in common", "",
+                  "| collection | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+        for c in chars:
+            lines.append(f"| {c['collection']} | " + " | ".join(
+                f"{c[k]:.2f}" if isinstance(c[k], float) else f"`{c[k]}`" if k == "in_domain_label"
+                else str(c[k]) for k in cols) + " |")
+        if "best_rrf_k" in chars[0] and len(chars) > 2:
+            for k in ("relevant_per_query", "query_words", "doc_words", "docs"):
+                rho = spearman([c[k] for c in chars], [c["best_rrf_k"] for c in chars])
+                lines.append(f"\nSpearman correlation of the preferred RRF k (equal weights, "
+                             f"tuning queries) with {k}: {rho:+.2f} ({len(chars)} collections; "
+                             "descriptive, not a test).")
+        lines.append("")
+    if r.assumptions:
+        lines += ["Protocols and assumptions: " + "; ".join(r.assumptions) + ".", ""]
+    for title, path in plots.items():
+        lines += [f"![{title}]({path})", ""]
+    return "\n".join(lines)
+
+
+def write_transfer_outputs(result, out: Path) -> dict[str, str]:
+    """best.json, report.md and the plots of a suite result under ``out``."""
+    from . import plots
+
+    out = Path(out)
+    save_result(result, out / "best.json")
+    made = {}
+    plots.forest(result, path=out / "forest.png")
+    made["delta vs the default per collection (95% CI): LOCO and in-domain"] = "forest.png"
+    plots.transfer_heatmap(result, path=out / "transfer_matrix.png")
+    made["transfer matrix: tuned on row, evaluated on column"] = "transfer_matrix.png"
+    if result.k_curves:
+        plots.k_curves_collections(result, path=out / "k_curves.png")
+        made["RRF (equal weights) vs k, per collection"] = "k_curves.png"
+    plots.close_all()
+    write_report(out, {"transfer": transfer_section(result, made)})
+    return made

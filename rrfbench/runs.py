@@ -11,60 +11,81 @@ A :class:`Qrels` is a table ``qid``, ``docid``, ``relevance`` (int, graded relev
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
-import os
-import tempfile
+import warnings
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from .errors import CoverageWarning, InputError
+from .store import write_text
 
 RUN_COLUMNS = ["qid", "docid", "score", "rank"]
 QRELS_COLUMNS = ["qid", "docid", "relevance"]
 
 
-def _open_text(path: Path, mode: str = "rt"):
-    if str(path).endswith(".gz"):
-        return gzip.open(path, mode, encoding="utf-8")
-    return open(path, mode, encoding="utf-8")
+def run_frame(qid, docid, score, rank=None) -> pd.DataFrame:
+    """A run table with plain object-dtype id columns (pandas would otherwise infer its
+    Arrow-backed string dtype, and every conversion back to NumPy costs a copy)."""
+    cols = {"qid": pd.Series(np.asarray(qid, dtype=object), dtype=object, copy=False),
+            "docid": pd.Series(np.asarray(docid, dtype=object), dtype=object, copy=False),
+            "score": np.asarray(score, dtype=np.float64)}
+    if rank is not None:
+        cols["rank"] = np.asarray(rank, dtype=np.int64)
+    return pd.DataFrame(cols)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename)."""
+def read_text(path: str | Path) -> str:
+    """The text of a UTF-8 file (plain or ``.gz``), for every reader in rrfbench.
+
+    A UTF-8 byte-order mark is dropped and CRLF line ends are fine (readers split on any
+    whitespace). A file that is not UTF-8 text (binary data, another encoding, a broken gzip)
+    raises :class:`InputError` naming the file and the line where the problem starts.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) atomically; ``.gz`` paths are gzip-compressed (mtime 0, reproducible)."""
-    data = text.encode("utf-8")
+    if not path.exists():
+        raise InputError("file not found", path)
+    if path.is_dir():
+        raise InputError("is a folder, expected a file", path)
+    raw = path.read_bytes()
     if str(path).endswith(".gz"):
-        buf = io.BytesIO()
-        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
-            gz.write(data)
-        data = buf.getvalue()
-    atomic_write_bytes(path, data)
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"not a readable gzip file ({exc})", path) from None
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise InputError("binary data (a NUL byte); expected UTF-8 text", path,
+                         raw.count(b"\n", 0, nul) + 1)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", path,
+                         raw.count(b"\n", 0, exc.start) + 1) from None
+
+
+def _dense_rank_desc(score: np.ndarray) -> np.ndarray:
+    """0 for the highest score, 1 for the next distinct one... (by sorting; see engine)."""
+    order = np.argsort(-score, kind="stable")
+    s = score[order]
+    step = np.r_[0, (s[1:] != s[:-1]).astype(np.int64)] if len(s) else np.zeros(0, np.int64)
+    out = np.empty(len(score), dtype=np.int64)
+    out[order] = np.cumsum(step)
+    return out
 
 
 def _sort_and_rank(qkey: np.ndarray, dkey: np.ndarray, score: np.ndarray):
     """Row order (qid, score desc, docid asc) and 1-based ranks, from string-ordered int keys."""
     qkey = np.asarray(qkey, dtype=np.int64)
     dkey = np.asarray(dkey, dtype=np.int64)
-    uniq, srank = np.unique(-score, return_inverse=True)  # dense rank of score, desc
-    nq, ns, nd = int(qkey.max(initial=0)) + 1, len(uniq), int(dkey.max(initial=0)) + 1
+    srank = _dense_rank_desc(score)
+    nq, ns = int(qkey.max(initial=0)) + 1, int(srank.max(initial=-1)) + 1
+    nd = int(dkey.max(initial=0)) + 1
     if nq * ns * nd < 2**62:  # one int64 key, one sort: ~3x faster than lexsort on 3 keys
         order = np.argsort((qkey * ns + srank.ravel()) * nd + dkey, kind="stable")
     else:
@@ -73,6 +94,81 @@ def _sort_and_rank(qkey: np.ndarray, dkey: np.ndarray, score: np.ndarray):
     starts = np.r_[0, np.flatnonzero(np.diff(qs)) + 1] if len(order) else np.zeros(0, int)
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)])) + 1
     return order, rank.astype(np.int64)
+
+
+def _parse_trec_fast(text: str) -> pd.DataFrame | None:
+    """Parse well-formed TREC text with pandas' C reader; ``None`` if any line looks wrong."""
+    if not text.strip():
+        return run_frame([], [], [])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            raw = pd.read_csv(io.StringIO(text), sep=r"\s+", header=None, names=list(range(6)),
+                              dtype={0: object, 1: object, 2: object, 3: object, 4: np.float64,
+                                     5: object},
+                              na_filter=False, quoting=csv.QUOTE_NONE, engine="c")
+    except (pd.errors.ParserError, ValueError, TypeError, Warning):
+        return None
+    if not isinstance(raw.index, pd.RangeIndex) or (raw[5] == "").any():
+        return None
+    score = raw[4].to_numpy(dtype=np.float64)
+    if not np.isfinite(score).all() or raw.duplicated([0, 2]).any():
+        return None
+    return run_frame(raw[0].to_numpy(), raw[2].to_numpy(), score)
+
+
+def _parse_trec_lines(text: str, path: Path) -> pd.DataFrame:
+    """The strict line-by-line reader: raises on the first bad line (see ``Run.from_trec``)."""
+    qids: list[str] = []
+    docids: list[str] = []
+    scores: list[float] = []
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, line in enumerate(text.split("\n"), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise InputError(
+                f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
+                path, lineno)
+        qid, _, docid, _, score_s, _ = parts
+        try:
+            score = float(score_s)
+        except ValueError:
+            raise InputError(f"score {score_s!r} is not a number", path, lineno) from None
+        if not np.isfinite(score):
+            raise InputError(f"score {score_s!r} is not finite", path, lineno)
+        key = (qid, docid)
+        if key in seen:
+            raise InputError(
+                f"duplicate (qid, docid) ({qid}, {docid}); first seen on line {seen[key]}",
+                path, lineno)
+        seen[key] = lineno
+        qids.append(qid)
+        docids.append(docid)
+        scores.append(score)
+    return run_frame(qids, docids, scores)
+
+
+def manifest_path(run_file: str | Path) -> Path:
+    """The manifest beside a run file: ``x.trec.gz`` -> ``x.json``."""
+    run_file = Path(run_file)
+    return run_file.with_name(run_file.name.split(".")[0] + ".json")
+
+
+def _sidecar_meta(path: Path) -> dict:
+    import json
+
+    m = manifest_path(path)
+    if not m.exists():
+        return {}
+    try:
+        manifest = json.loads(m.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+        return {}
+    if not isinstance(manifest, dict):
+        return {}
+    return {k: manifest[k] for k in ("score_floor", "retriever", "params") if k in manifest}
 
 
 def rank_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -92,8 +188,7 @@ def rank_table(df: pd.DataFrame) -> pd.DataFrame:
             i = int(np.flatnonzero(pair == bad)[0])
             raise InputError(f"duplicate (qid, docid) ({qid[i]}, {docid[i]}) in run")
     order, rank = _sort_and_rank(qcodes, dcodes, score)
-    return pd.DataFrame({"qid": qid[order], "docid": docid[order], "score": score[order],
-                         "rank": rank})
+    return run_frame(qid[order], docid[order], score[order], rank)
 
 
 class Run:
@@ -105,13 +200,23 @@ class Run:
     convention: methods return new runs.
     """
 
-    def __init__(self, df: pd.DataFrame, name: str = "run", *, _ranked: bool = False):
+    def __init__(self, df: pd.DataFrame, name: str = "run", *, meta: Mapping | None = None,
+                 _ranked: bool = False):
         missing = {"qid", "docid", "score"} - set(df.columns)
         if missing:
             raise InputError(f"a run needs columns qid, docid, score; missing {sorted(missing)}")
         # rank_table rejects duplicate (qid, docid) pairs; ranked tables come from a Run already
         self.df = df[RUN_COLUMNS].reset_index(drop=True) if _ranked else rank_table(df)
         self.name = name
+        self.meta: dict = dict(meta or {})
+
+    @property
+    def score_floor(self) -> float | None:
+        """The lowest score the run's scoring function can give (0 for BM25 and FTS5, -1 for
+        cosine), as its retriever declared it; ``None`` when unknown (a fused run, a file
+        without a manifest). Theoretical min-max normalisation needs it."""
+        v = self.meta.get("score_floor")
+        return None if v is None else float(v)
 
     # -- construction -----------------------------------------------------------------------
     @classmethod
@@ -140,45 +245,56 @@ class Run:
         """Read a TREC run file (``qid Q0 docid rank score tag``; plain or ``.gz``).
 
         The rank column is ignored; ranks are recomputed from the scores. Raises
-        :class:`InputError` naming the file and line for a wrong column count, a non-numeric
-        score, or a duplicate (qid, docid) (naming both lines).
+        :class:`InputError` naming the file and line for text that is not UTF-8, a wrong column
+        count, a non-numeric or non-finite score, or a duplicate (qid, docid) (naming both
+        lines). A UTF-8 BOM and CRLF line ends are accepted. An empty file gives an empty run
+        and a :class:`~rrfbench.errors.CoverageWarning`. A manifest beside the file
+        (``<stem>.json``, as rrfbench's run cache writes) supplies ``meta`` (e.g. the score
+        floor).
         """
         path = Path(path)
-        if not path.exists():
-            raise InputError("run file not found", path)
-        qids: list[str] = []
-        docids: list[str] = []
-        scores: list[float] = []
-        seen: dict[tuple[str, str], int] = {}
-        with _open_text(path) as fh:
-            for lineno, line in enumerate(fh, 1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) != 6:
-                    raise InputError(
-                        f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
-                        path, lineno)
-                qid, _, docid, _, score_s, _ = parts
-                try:
-                    score = float(score_s)
-                except ValueError:
-                    raise InputError(f"score {score_s!r} is not a number", path, lineno) from None
-                if not np.isfinite(score):
-                    raise InputError(f"score {score_s!r} is not finite", path, lineno)
-                key = (qid, docid)
-                if key in seen:
-                    raise InputError(
-                        f"duplicate (qid, docid) ({qid}, {docid}); first seen on line {seen[key]}",
-                        path, lineno)
-                seen[key] = lineno
-                qids.append(qid)
-                docids.append(docid)
-                scores.append(score)
-        df = pd.DataFrame({"qid": qids, "docid": docids, "score": scores})
+        text = read_text(path)
+        df = _parse_trec_fast(text)
+        if df is None:  # something is off: the line-by-line reader names the line and problem
+            df = _parse_trec_lines(text, path)
         if name is None:
             name = path.name.split(".")[0]
-        return cls(df, name)
+        if df.empty:
+            warnings.warn(f"{path}: the run file holds no result lines", CoverageWarning,
+                          stacklevel=2)
+        return cls(df, name, meta=_sidecar_meta(path))
+
+    @classmethod
+    def from_parquet(cls, path: str | Path, name: str | None = None, *, ranked: bool = False,
+                     qids: Iterable[str] | None = None) -> Run:
+        """Read a run table from parquet (columns qid, docid, score; rank optional).
+
+        Ranks are recomputed from the scores unless ``ranked`` (a table rrfbench wrote itself
+        with :meth:`to_parquet`, already in rank order). ``qids`` reads only those queries
+        (a predicate pushed down to the parquet reader, so large files are read in part).
+        """
+        import pyarrow.parquet as pq
+
+        path = Path(path)
+        if not path.exists():
+            raise InputError("file not found", path)
+        filters = [("qid", "in", sorted(map(str, qids)))] if qids is not None else None
+        try:
+            table = pq.read_table(path, filters=filters)
+        except Exception as exc:  # pyarrow raises several types for a corrupt file
+            raise InputError(f"not a readable parquet run table ({type(exc).__name__}: {exc})",
+                             path) from None
+        missing = {"qid", "docid", "score"} - set(table.column_names)
+        if missing:
+            raise InputError(f"a run table needs columns qid, docid, score; missing "
+                             f"{sorted(missing)}", path)
+        cols = {c: table[c].to_numpy(zero_copy_only=False) for c in ("qid", "docid", "score")}
+        name = name or path.name.split(".")[0]
+        if ranked and "rank" in table.column_names:
+            df = run_frame(cols["qid"], cols["docid"], cols["score"], table["rank"].to_numpy())
+            return cls(df, name, meta=_sidecar_meta(path), _ranked=True)
+        return cls(run_frame(cols["qid"], cols["docid"], cols["score"]), name,
+                   meta=_sidecar_meta(path))
 
     @classmethod
     def from_indexed(cls, qids, q_index, docids, doc_index, scores, name: str = "run") -> Run:
@@ -198,8 +314,7 @@ class Run:
         dkey = np.empty(len(docids), dtype=np.int64)
         dkey[np.argsort(docids.astype(str), kind="stable")] = np.arange(len(docids))
         order, rank = _sort_and_rank(qkey[q_index], dkey[doc_index], score)
-        df = pd.DataFrame({"qid": qids[q_index[order]], "docid": docids[doc_index[order]],
-                           "score": score[order], "rank": rank})
+        df = run_frame(qids[q_index[order]], docids[doc_index[order]], score[order], rank)
         return cls(df, name, _ranked=True)
 
     # -- output -----------------------------------------------------------------------------
@@ -232,6 +347,18 @@ class Run:
             out.setdefault(qid, {})[docid] = float(n - rank)
         return out
 
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write the ranked table as parquet (ids dictionary-encoded), atomically."""
+        import pyarrow as pa
+
+        from .store import write_parquet
+
+        table = pa.table({"qid": pa.array(self.df.qid.to_numpy(dtype=object), pa.string()).dictionary_encode(),
+                          "docid": pa.array(self.df.docid.to_numpy(dtype=object), pa.string()),
+                          "score": pa.array(self.df.score.to_numpy(np.float64)),
+                          "rank": pa.array(self.df["rank"].to_numpy(np.int64))})
+        return write_parquet(path, table)
+
     def to_ranx(self):
         """A ``ranx.Run`` with the same scores (note: ranx breaks ties its own way)."""
         import ranx
@@ -246,7 +373,7 @@ class Run:
             for q, d, r, s in zip(self.df.qid, self.df.docid, self.df["rank"], self.df.score,
                                   strict=True)
         ]
-        atomic_write_text(path, "".join(lines))
+        write_text(path, "".join(lines))
         return Path(path)
 
     # -- views ------------------------------------------------------------------------------
@@ -263,15 +390,19 @@ class Run:
 
     def cut(self, depth: int) -> Run:
         """Keep each query's top ``depth`` documents."""
-        return Run(self.df[self.df["rank"] <= depth], self.name, _ranked=True)
+        return Run(self.df[self.df["rank"] <= depth], self.name, meta=self.meta, _ranked=True)
 
     def rename(self, name: str) -> Run:
-        return Run(self.df, name, _ranked=True)
+        return Run(self.df, name, meta=self.meta, _ranked=True)
+
+    def with_meta(self, **meta) -> Run:
+        """The same run with ``meta`` entries added (e.g. ``score_floor=0.0``)."""
+        return Run(self.df, self.name, meta={**self.meta, **meta}, _ranked=True)
 
     def subset(self, qids: Iterable[str]) -> Run:
         """Only the given queries."""
         keep = set(map(str, qids))
-        return Run(self.df[self.df.qid.isin(keep)], self.name, _ranked=True)
+        return Run(self.df[self.df.qid.isin(keep)], self.name, meta=self.meta, _ranked=True)
 
     def equals(self, other: Run) -> bool:
         a, b = self.df, other.df
@@ -302,35 +433,34 @@ class Qrels:
         Raises :class:`InputError` naming file and line for malformed lines.
         """
         path = Path(path)
-        if not path.exists():
-            raise InputError("qrels file not found", path)
         rows = []
         seen: dict[tuple[str, str], int] = {}
-        with _open_text(path) as fh:
-            for lineno, line in enumerate(fh, 1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if lineno == 1 and parts[0] in ("query-id", "qid", "query_id"):
-                    continue  # BEIR header
-                if len(parts) == 4:
-                    qid, _, docid, rel_s = parts
-                elif len(parts) == 3:
-                    qid, docid, rel_s = parts
-                else:
-                    raise InputError(
-                        f"expected 3 (BEIR tsv) or 4 (TREC) columns, found {len(parts)}",
-                        path, lineno)
-                try:
-                    rel = int(float(rel_s))
-                except ValueError:
-                    raise InputError(f"relevance {rel_s!r} is not a number", path, lineno) from None
-                if (qid, docid) in seen:
-                    raise InputError(
-                        f"duplicate judgment ({qid}, {docid}); first on line {seen[qid, docid]}",
-                        path, lineno)
-                seen[qid, docid] = lineno
-                rows.append((qid, docid, rel))
+        for lineno, line in enumerate(read_text(path).split("\n"), 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if lineno == 1 and parts[0] in ("query-id", "qid", "query_id"):
+                continue  # BEIR header
+            if len(parts) == 4:
+                qid, _, docid, rel_s = parts
+            elif len(parts) == 3:
+                qid, docid, rel_s = parts
+            else:
+                raise InputError(
+                    f"expected 3 (BEIR tsv) or 4 (TREC) columns, found {len(parts)}",
+                    path, lineno)
+            try:
+                rel = float(rel_s)
+            except ValueError:
+                raise InputError(f"relevance {rel_s!r} is not a number", path, lineno) from None
+            if not np.isfinite(rel) or rel != int(rel):
+                raise InputError(f"relevance {rel_s!r} is not a whole number", path, lineno)
+            if (qid, docid) in seen:
+                raise InputError(
+                    f"duplicate judgment ({qid}, {docid}); first on line {seen[qid, docid]}",
+                    path, lineno)
+            seen[qid, docid] = lineno
+            rows.append((qid, docid, int(rel)))
         return cls(pd.DataFrame(rows, columns=QRELS_COLUMNS), path.stem)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
@@ -355,7 +485,7 @@ class Qrels:
     def to_trec(self, path: str | Path) -> Path:
         lines = [f"{q} 0 {d} {r}\n" for q, d, r in
                  zip(self.df.qid, self.df.docid, self.df.relevance, strict=True)]
-        atomic_write_text(path, "".join(lines))
+        write_text(path, "".join(lines))
         return Path(path)
 
     @property

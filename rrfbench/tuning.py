@@ -1,52 +1,115 @@
-"""Honest tuning: choose on one set of queries, report on another.
+"""Honest tuning: choose on one set of queries, report on another. The one protocol rule.
 
-* :func:`tune_holdout`: sweep the grid on a tuning split (e.g. scifact train), pick the best
-  configuration, and report it on the evaluation split (e.g. scifact test).
-* :func:`tune_folds`: k-fold cross-validation over queries when a dataset has one split
-  (cranfield): each fold's queries are scored by the configuration chosen on the other folds;
-  the exported configuration is the one chosen on all queries.
+:func:`choose_protocol` decides, in one place, how a dataset is tuned and evaluated:
 
-Either way the report holds the eval metric with a 95% bootstrap CI, paired t-test and
-randomisation-test p-values against (a) the best single run (chosen on the tuning queries) and
-(b) RRF k=60 with equal weights, and the optimism gap: where the chosen configuration would
-rank, and what the best value would be, had the grid been tuned on the evaluation queries
-themselves.
+* a **holdout** when it has a tuning split and a different evaluation split (scifact: train ->
+  test; nfcorpus: dev -> test; cmrc2018-zh: dev -> trial);
+* **k-fold cross-validation** over the evaluation split's queries otherwise (cranfield, lisa,
+  ...), or when the tuning and evaluation splits are the same: each query is scored by the
+  configuration chosen on the other folds.
+
+Both fusion sweeps and preset tuning go through :func:`run_protocol` on a (configurations x
+queries) matrix of the tuning metric, so they cannot disagree. The chosen configuration is
+always the best on *all* tuning queries (ties: the earliest in grid order); under CV the
+reported value is the cross-validated one.
+
+Every result carries the tuned value with a 95% bootstrap CI and paired randomisation and
+t-test p-values against its baselines: for a sweep the best single run (chosen on the tuning
+queries) and RRF k=60 with equal weights; for a preset its shipped values. A sweep also reports
+the optimism gap: where the choice would rank, and what the best value would be, had the grid
+been tuned on the evaluation queries themselves.
+
+The result objects (:mod:`rrfbench.results`) are built here and nowhere else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
-import pandas as pd
 
+from .errors import InputError
+from .results import Comparison, Estimate, PresetResult, Protocol, SweepResult
 from .stats import bootstrap_ci, paired_t, permutation_test
-from .sweep import Config, FusionEngine, configs_from_table, run_sweep
+from .store import provenance
+
+TUNE_SPLITS = ("train", "dev")
+EVAL_SPLITS = ("test", "trial", "dev")
+DEFAULT_FOLDS = 5
 
 
-def single_run_configs(n: int) -> list[Config]:
-    """One configuration per run that reproduces that run's own ranking."""
-    out = []
-    for i in range(n):
-        w = tuple(1.0 if j == i else 0.0 for j in range(n))
-        out.append(Config("rrf", (60.0,) * n, w, (None,) * n, 1))
-    return out
+# --------------------------------------------------------------------------- the protocol rule
+def choose_protocol(splits: Sequence[str], tune_split: str | None = None,
+                    eval_split: str | None = None, folds: int | None = None,
+                    seed: int = 0) -> Protocol:
+    """The one rule for holdout vs cross-validation (see the module docstring).
+
+    * ``folds`` given: cross-validation on ``eval_split`` (or ``tune_split``, or the default
+      evaluation split); a different ``tune_split`` and ``eval_split`` with it is an error.
+    * ``tune_split`` and ``eval_split`` given: holdout if they differ, else cross-validation.
+    * only one given: the other is the dataset's default split of that role, if there is a
+      different one; else cross-validation on the given split.
+    * none given: the default tuning split (train, dev) and evaluation split (test, trial,
+      dev); cross-validation when there is no pair.
+
+    The reason is recorded in :attr:`Protocol.reason`, so the choice is never silent.
+    """
+    splits = list(splits)
+    for name, s in (("--tune-split", tune_split), ("--eval-split", eval_split)):
+        if s is not None and s not in splits:
+            raise InputError(f"{name}: no split {s!r}; available: {', '.join(splits) or '(none)'}")
+    if folds is not None and folds != 0 and folds < 2:
+        raise InputError(f"--folds: {folds} must be >= 2 (or 0 for the default protocol)")
+    default_eval = next((s for s in EVAL_SPLITS if s in splits), splits[0] if splits else None)
+    if default_eval is None:
+        raise InputError("the dataset has no qrels splits")
+
+    def default_tune(avoid):
+        return next((s for s in TUNE_SPLITS if s in splits and s != avoid), None)
+
+    if folds:
+        if tune_split and eval_split and tune_split != eval_split:
+            raise InputError(f"--folds cross-validates on one split, but --tune-split "
+                             f"{tune_split!r} and --eval-split {eval_split!r} differ: drop "
+                             "--folds for a holdout, or give one split")
+        split = eval_split or tune_split or default_eval
+        return Protocol("cv", split, split, folds, seed, "asked for --folds")
+    if tune_split and eval_split:
+        if tune_split == eval_split:
+            return Protocol("cv", eval_split, eval_split, DEFAULT_FOLDS, seed,
+                            "tuning and evaluation split are the same: cross-validation")
+        return Protocol("holdout", tune_split, eval_split, 0, seed, "asked for both splits")
+    if tune_split:
+        ev = next((s for s in EVAL_SPLITS if s in splits and s != tune_split), None)
+        if ev is None:
+            return Protocol("cv", tune_split, tune_split, DEFAULT_FOLDS, seed,
+                            f"no split other than {tune_split!r} to evaluate on: "
+                            "cross-validation")
+        return Protocol("holdout", tune_split, ev, 0, seed,
+                        f"evaluation split {ev!r} is the dataset's default")
+    if eval_split:
+        tu = default_tune(eval_split)
+        if tu is None:
+            return Protocol("cv", eval_split, eval_split, DEFAULT_FOLDS, seed,
+                            f"no split other than {eval_split!r} to tune on: cross-validation")
+        return Protocol("holdout", tu, eval_split, 0, seed,
+                        f"tuning split {tu!r} is the dataset's default")
+    tu = default_tune(default_eval)
+    if tu is None:
+        return Protocol("cv", default_eval, default_eval, DEFAULT_FOLDS, seed,
+                        "one split only: cross-validation")
+    return Protocol("holdout", tu, default_eval, 0, seed, "the dataset's default splits")
 
 
-def rrf60_config(n: int) -> Config:
-    return Config("rrf", (60.0,) * n, (1.0,) * n, (None,) * n, 1)
-
-
+# --------------------------------------------------------------------------- selection
 def best_index(values) -> int:
     """Position of the largest value; ties -> the earliest (grid order decides, stably)."""
     values = np.asarray(values)
     return int(np.flatnonzero(values == values.max())[0])
 
 
-def _pick(table: pd.DataFrame, metric: str) -> int:
-    """Row position of the best mean ``metric`` in a sweep table."""
-    return best_index(table[metric].to_numpy())
-
-
-def cross_validate(per_query: np.ndarray, folds: int = 5, seed: int = 0):
+def cross_validate(per_query: np.ndarray, folds: int = DEFAULT_FOLDS, seed: int = 0):
     """k-fold selection over queries: ``per_query`` is (configurations, queries).
 
     Each fold's queries get the values of the configuration with the best mean on the other
@@ -55,6 +118,9 @@ def cross_validate(per_query: np.ndarray, folds: int = 5, seed: int = 0):
     from sklearn.model_selection import KFold
 
     nq = per_query.shape[1]
+    if nq < folds:
+        raise InputError(f"--folds: {folds} folds need at least {folds} judged queries; "
+                         f"there are {nq}")
     cv = np.zeros(nq)
     chosen = []
     for train_idx, test_idx in KFold(folds, shuffle=True, random_state=seed).split(np.arange(nq)):
@@ -64,87 +130,192 @@ def cross_validate(per_query: np.ndarray, folds: int = 5, seed: int = 0):
     return cv, chosen
 
 
-def _comparison(tuned: np.ndarray, other: np.ndarray) -> dict:
-    return {"value": float(other.mean()), "p_value": permutation_test(tuned, other),
-            "p_value_t": paired_t(tuned, other), "delta": float(tuned.mean() - other.mean())}
+@dataclass(frozen=True)
+class Selection:
+    """What :func:`run_protocol` chose, and the chosen configuration's evaluation values."""
+
+    index: int                  # best on all tuning queries (the configuration to ship)
+    eval_values: np.ndarray     # per evaluation query (cross-validated under CV)
+    tune_value: float           # mean of the chosen configuration on the tuning queries
+    chosen_per_fold: tuple = ()
 
 
-def _summarise(names, metric, cfg, tuned_pq, singles_pq, singles_choice, rrf60_pq,
-               eval_table, extra) -> dict:
-    lo, hi = bootstrap_ci(tuned_pq)
-    best_single = names[singles_choice]
-    eval_vals = eval_table[metric].to_numpy()
-    tuned_val = float(tuned_pq.mean())
-    rank = int(1 + np.sum(eval_vals > tuned_val + 1e-12))
-    out = {
-        "runs": names,
-        "metric": metric,
-        "config": {**cfg.to_json(), "label": cfg.label(names)},
-        "eval": {"value": tuned_val, "ci95": [lo, hi], "n_queries": int(len(tuned_pq))},
-        "baselines": {
-            "best_single": {"name": best_single, **_comparison(tuned_pq, singles_pq[singles_choice]),
-                            "ci95": list(bootstrap_ci(singles_pq[singles_choice]))},
-            "rrf60_equal": {**_comparison(tuned_pq, rrf60_pq), "ci95": list(bootstrap_ci(rrf60_pq))},
-        },
-        "singles": {n: float(singles_pq[i].mean()) for i, n in enumerate(names)},
-        "optimism": {"rank_on_eval_grid": rank, "grid_size": int(len(eval_vals)),
-                     "best_on_eval": float(eval_vals.max()),
-                     "best_on_eval_label": str(eval_table.label.iloc[int(np.argmax(eval_vals))]),
-                     "gap": float(eval_vals.max() - tuned_val)},
-        "tests": {"ci": "percentile bootstrap, 10000 resamples, seed 0",
-                  "p_value": "paired randomisation (sign-flip) test, 10000 resamples, seed 0",
-                  "p_value_t": "paired t-test"},
-    }
-    out.update(extra)
-    return out
+def run_protocol(protocol: Protocol, pq_tune: np.ndarray, pq_eval=None) -> Selection:
+    """Select on ``pq_tune`` (configurations x tuning queries) and score on the evaluation
+    queries: for a holdout ``pq_eval`` (a matrix, or a function from a configuration's index
+    to its per-query values); for CV, cross-validation over ``pq_tune``.
+
+    Selection never looks at ``pq_eval``.
+    """
+    index = best_index(pq_tune.mean(axis=1))
+    tune_value = float(pq_tune[index].mean())
+    if protocol.kind == "holdout":
+        if pq_eval is None:
+            raise ValueError("a holdout needs the evaluation values")
+        row = pq_eval(index) if callable(pq_eval) else pq_eval[index]
+        return Selection(index, np.asarray(row, dtype=np.float64), tune_value)
+    cv, chosen = cross_validate(pq_tune, protocol.folds, protocol.seed)
+    return Selection(index, cv, tune_value, tuple(int(c) for c in chosen))
 
 
-def tune_holdout(tune_engine: FusionEngine, eval_engine: FusionEngine, configs: list[Config],
-                 metric: str, out=None, progress: bool = True) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
-    """Tune on ``tune_engine``'s queries, report on ``eval_engine``'s (same run names)."""
+def estimate(values) -> Estimate:
+    v = np.asarray(values, dtype=np.float64)
+    lo, hi = bootstrap_ci(v)
+    return Estimate(float(v.mean()) if v.size else 0.0, (lo, hi), int(v.size))
+
+
+def comparison(name: str, tuned, other) -> Comparison:
+    """``other`` as a baseline of ``tuned`` on the same queries (paired)."""
+    tuned, other = np.asarray(tuned, dtype=np.float64), np.asarray(other, dtype=np.float64)
+    lo, hi = bootstrap_ci(other)
+    return Comparison(name, float(other.mean()), (lo, hi), float(tuned.mean() - other.mean()),
+                      permutation_test(tuned, other), paired_t(tuned, other))
+
+
+# --------------------------------------------------------------------------- fusion sweeps
+def single_run_configs(n: int):
+    """One configuration per run that reproduces that run's own ranking."""
+    from .engine import Config
+
+    return [Config("rrf", (60.0,) * n, tuple(1.0 if j == i else 0.0 for j in range(n)),
+                   (None,) * n, 1) for i in range(n)]
+
+
+def rrf60_config(n: int):
+    from .engine import Config
+
+    return Config("rrf", (60.0,) * n, (1.0,) * n, (None,) * n, 1)
+
+
+def _metric_matrix(engine, table, metric: str) -> np.ndarray:
+    """(configurations, queries) values of ``metric`` for a sweep table's rows."""
+    from .engine import configs_from_table
+
+    if engine.metric_names[0] == metric:
+        return np.stack(table.per_query.to_numpy())
+    m = engine.metric_names.index(metric)
+    return engine.evaluate(configs_from_table(table, engine.names))[:, m]
+
+
+def tune_fusion(dataset, protocol: Protocol, tune_engine, eval_engine, grid, metric: str,
+                out=None, progress: bool = True, assumptions: Sequence[str] = (),
+                specs: Sequence[str] = ()):
+    """Sweep ``grid`` and choose by ``protocol``; returns (SweepResult, tune table, eval table).
+
+    ``tune_engine`` scores the tuning queries and ``eval_engine`` the evaluation queries (the
+    same engine under CV). Sweep tables are written resumably under ``out``.
+    """
+    from .engine import configs_from_table, family_labels, run_sweep
+
     names = tune_engine.names
     if eval_engine.names != names:
-        raise ValueError("tune and eval engines must fuse the same runs in the same order")
-    tune_table = run_sweep(tune_engine, configs, out, progress=progress, name="sweep")
-    eval_table = run_sweep(eval_engine, configs, out, progress=progress, name="sweep_eval")
-    m = tune_engine.metric_names.index(metric)
-    best_pos = _pick(tune_table, metric)
-    cfg = configs_from_table(tune_table.iloc[[best_pos]], names)[0]
-    refs = single_run_configs(len(names)) + [rrf60_config(len(names)), cfg]
-    pq_tune = tune_engine.evaluate(refs)[:, m]
-    pq_eval = eval_engine.evaluate(refs)[:, m]
+        raise InputError("tune and eval engines must fuse the same runs in the same order")
+    if metric not in tune_engine.metric_names:
+        raise InputError(f"metric {metric} is not among the engine's metrics "
+                         f"{tune_engine.metric_names}")
+    cv = protocol.kind == "cv"
+    tune_table = run_sweep(tune_engine, grid, out, progress=progress, name="sweep")
+    eval_table = tune_table if cv else run_sweep(eval_engine, grid, out, progress=progress,
+                                                 name="sweep_eval")
+    pq_tune = _metric_matrix(tune_engine, tune_table, metric)
+    pq_eval = None if cv else _metric_matrix(eval_engine, eval_table, metric)
+    sel = run_protocol(protocol, pq_tune, pq_eval)
+    cfg = configs_from_table(tune_table.iloc[[sel.index]], names)[0]
     n = len(names)
-    singles_choice = int(np.argmax(pq_tune[:n].mean(axis=1)))
-    summary = _summarise(names, metric, cfg, pq_eval[-1], pq_eval[:n], singles_choice, pq_eval[n],
-                         eval_table, {"tune": {"value": float(pq_tune[-1].mean())}})
-    summary["per_query"] = {"qids": eval_engine.qids, "tuned": pq_eval[-1].tolist(),
-                            "best_single": pq_eval[singles_choice].tolist(),
-                            "rrf60_equal": pq_eval[n].tolist()}
-    return summary, tune_table, eval_table
-
-
-def tune_folds(engine: FusionEngine, configs: list[Config], metric: str, folds: int = 5,
-               seed: int = 0, out=None, progress: bool = True) -> tuple[dict, pd.DataFrame]:
-    """k-fold cross-validated tuning over one split's queries (see module docstring)."""
-    names = engine.names
-    table = run_sweep(engine, configs, out, progress=progress, name="sweep")
-    m = engine.metric_names.index(metric)
-    pq_all = np.stack(table.per_query.to_numpy()) if m == 0 else engine.evaluate(
-        configs_from_table(table, names))[:, m]
-    cv, chosen_idx = cross_validate(pq_all, folds, seed)
-    chosen = [str(table.label.iloc[i]) for i in chosen_idx]
-    best_pos = _pick(table, metric)
-    cfg = configs_from_table(table.iloc[[best_pos]], names)[0]
-    n = len(names)
+    m = eval_engine.metric_names.index(metric)
     refs = single_run_configs(n) + [rrf60_config(n)]
-    pq_refs = engine.evaluate(refs)[:, m]
-    singles_choice = int(np.argmax(pq_refs[:n].mean(axis=1)))
-    summary = _summarise(names, metric, cfg, cv, pq_refs[:n], singles_choice, pq_refs[n], table,
-                         {"tune": {"folds": folds, "seed": seed, "chosen_per_fold": chosen,
-                                   "value_all_queries": float(table[metric].iloc[best_pos])}})
-    summary["eval"]["note"] = ("cross-validated: each query scored by the configuration tuned "
-                               "on the other folds")
-    summary["per_query"] = {"qids": engine.qids, "tuned": cv.tolist(),
-                            "best_single": pq_refs[singles_choice].tolist(),
-                            "rrf60_equal": pq_refs[n].tolist()}
-    return summary, table
+    ref_eval = eval_engine.evaluate(refs)[:, m]
+    ref_tune = ref_eval if cv else tune_engine.evaluate(refs)[:, m]
+    single = best_index(ref_tune[:n].mean(axis=1))  # chosen on the tuning queries
+    tuned = sel.eval_values
+    eval_means = eval_table[metric].to_numpy()
+    rank = int(1 + np.sum(eval_means > tuned.mean() + 1e-12))
+    fam = family_labels(tune_table)
+    family_best = {}
+    for f, idx in tune_table.groupby(fam)[metric].idxmax().items():
+        family_best[str(f)] = {"label": str(tune_table.loc[idx, "label"]),
+                               "tune": float(tune_table.loc[idx, metric]),
+                               "eval": float(eval_table.loc[idx, metric])}
+    notes = list(assumptions)
+    if cv:
+        notes.append("cross-validation: the best single run is chosen on all queries of the "
+                     "split (optimistic for the baseline, so conservative for the tuned "
+                     "configuration)")
+    result = SweepResult(
+        dataset=dataset.name, fingerprint=dataset.fingerprint, runs=tuple(names),
+        metric=metric, protocol=protocol,
+        config={**cfg.to_json(), "label": cfg.label(names)},
+        tuned=estimate(tuned), tune_value=sel.tune_value,
+        baselines={"best_single": comparison(names[single], tuned, ref_eval[single]),
+                   "rrf60_equal": comparison("RRF k=60, equal weights", tuned, ref_eval[n])},
+        singles={nm: float(ref_eval[i].mean()) for i, nm in enumerate(names)},
+        optimism={"rank_on_eval_grid": rank, "grid_size": int(len(eval_means)),
+                  "best_on_eval": float(eval_means.max()),
+                  "best_on_eval_label": str(eval_table.label.iloc[int(np.argmax(eval_means))]),
+                  "gap": float(eval_means.max() - tuned.mean())},
+        grid_size=len(grid), family_best=family_best,
+        per_query={"qids": list(eval_engine.qids), "tuned": tuned.tolist(),
+                   "best_single": ref_eval[single].tolist(),
+                   "rrf60_equal": ref_eval[n].tolist()},
+        chosen_per_fold=tuple(str(tune_table.label.iloc[i]) for i in sel.chosen_per_fold),
+        assumptions=tuple(notes), specs=tuple(specs), provenance=provenance(dataset))
+    return result, tune_table, eval_table
+
+
+# --------------------------------------------------------------------------- presets
+def preset_matrix(preset, runs, qrels, grid: Sequence[dict], metrics: Sequence[str],
+                  progress: bool = False, desc: str = "") -> np.ndarray:
+    """(parameter sets, metrics, queries) values of ``preset`` run with each of ``grid``."""
+    from .evaluation import evaluate_per_query
+    from .progress import progress as bar
+
+    out = []
+    for params in bar(list(grid), desc=desc or f"{preset.name}: {len(grid)} settings",
+                      unit="setting", enabled=progress):
+        pq = evaluate_per_query(preset.run(runs, params), qrels, list(metrics))
+        out.append(pq.to_numpy().T)
+    return np.stack(out)
+
+
+def tune_preset(dataset, preset, protocol: Protocol, runs_by_split: dict, metric: str,
+                report_metrics: Sequence[str] = ("nDCG@10", "R@100"), progress: bool = True,
+                cache_key: str = "") -> PresetResult:
+    """Tune ``preset`` within its own knobs by ``protocol``; compare with its shipped values.
+
+    ``runs_by_split`` maps each split the protocol needs to the preset's runs by role.
+    """
+    metrics = [metric] + [m for m in report_metrics if m != metric]
+    grid = preset.grid()
+    shipped = preset.defaults()
+    e_runs = runs_by_split[protocol.eval_split]
+    e_qrels = dataset.qrels(protocol.eval_split)
+    if protocol.kind == "holdout":
+        t_runs = runs_by_split[protocol.tune_split]
+        pq_tune = preset_matrix(preset, t_runs, dataset.qrels(protocol.tune_split), grid,
+                                [metric], progress, f"tune {preset.name}")[:, 0]
+        sel = run_protocol(protocol, pq_tune, lambda i: preset_matrix(
+            preset, e_runs, e_qrels, [grid[i]], [metric])[0, 0])
+    else:
+        pq_tune = preset_matrix(preset, e_runs, e_qrels, grid, [metric], progress,
+                                f"tune {preset.name}")[:, 0]
+        sel = run_protocol(protocol, pq_tune)
+    best = grid[sel.index]
+    both = preset_matrix(preset, e_runs, e_qrels, [best, shipped], metrics)
+    tuned_vals = sel.eval_values
+    tuned_metrics = {m: float(both[0, i].mean()) for i, m in enumerate(metrics)}
+    tuned_metrics[metric] = float(tuned_vals.mean())
+    return PresetResult(
+        preset=preset.name, system=preset.system, dataset=dataset.name,
+        fingerprint=dataset.fingerprint, metric=metric, protocol=protocol,
+        knobs=preset.knob_table(), streams=dict(preset.streams),
+        shipped={"params": shipped,
+                 "metrics": {m: float(both[1, i].mean()) for i, m in enumerate(metrics)}},
+        config=best, tuned=estimate(tuned_vals), tuned_metrics=tuned_metrics,
+        vs_shipped=comparison("shipped", tuned_vals, both[1, 0]),
+        tune_value=sel.tune_value, grid_size=len(grid),
+        per_query={"qids": list(e_qrels.qids), "tuned": tuned_vals.tolist(),
+                   "shipped": both[1, 0].tolist()},
+        fidelity=tuple(f.to_json() for f in preset.fidelity),
+        chosen_per_fold=tuple(sel.chosen_per_fold), cache_key=cache_key,
+        provenance=provenance(dataset))
+

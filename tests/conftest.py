@@ -90,3 +90,35 @@ def tiny_beir(tmp_path):
                                      '{"_id": "q2", "text": "red cars"}\n')
     (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t1\nq2\td3\t1\n")
     return d
+
+
+@pytest.fixture(scope="session")
+def mini_beir(tmp_path_factory):
+    """A small two-split BEIR folder cut from cranfield: 400 documents, train = judged queries
+    with odd positions, test = even, judgments restricted to the kept documents."""
+    import json
+
+    from rrfbench import load_dataset
+
+    if not _have("cranfield"):
+        pytest.skip("cranfield not on RRFBENCH_DATA")
+    src = load_dataset("cranfield")
+    d = tmp_path_factory.mktemp("mini") / "mini"
+    (d / "qrels").mkdir(parents=True)
+    docs = src.corpus.iloc[:400]
+    keep = set(docs.docid)
+    with open(d / "corpus.jsonl", "w") as fh:
+        for r in docs.itertuples():
+            fh.write(json.dumps({"_id": r.docid, "title": r.title, "text": r.text}) + "\n")
+    qr = src.qrels("test").df
+    qr = qr[qr.docid.isin(keep)]
+    qids = sorted(qr.qid.unique(), key=int)
+    with open(d / "queries.jsonl", "w") as fh:
+        for r in src.queries[src.queries.qid.isin(qids)].itertuples():
+            fh.write(json.dumps({"_id": r.qid, "text": r.text}) + "\n")
+    for split, part in (("train", qids[0::2]), ("test", qids[1::2])):
+        rows = qr[qr.qid.isin(part)]
+        (d / "qrels" / f"{split}.tsv").write_text(
+            "query-id\tcorpus-id\tscore\n" + "".join(
+                f"{a}\t{b}\t{c}\n" for a, b, c in zip(rows.qid, rows.docid, rows.relevance, strict=True)))
+    return d

@@ -50,15 +50,6 @@ def test_absent_contributes_zero_and_limit():
     assert len(fused) == 2
 
 
-def test_bad_arguments():
-    with pytest.raises(ValueError):
-        rrf([A, B], k=[1, 2, 3])
-    with pytest.raises(ValueError):
-        rrf([A, B], weights=[-1, 1])
-    with pytest.raises(ValueError):
-        rrf([A, B], rank_base=2)
-
-
 def test_score_fusion_minmax_and_missing_policies():
     # A normalised: a 1, b 0 ; B: b 1, c 0
     s = scores(score_fusion([A, B], "convex", "minmax", weights=[0.5, 0.5]))
@@ -91,6 +82,7 @@ def test_agrees_with_ranx_rrf_and_wsum(scifact, run_of):
 
     qids = scifact.qrels("test").qids[:60]  # ranx's typed-dict conversions are slow; 60 queries
     runs = [run_of(scifact, "bm25").subset(qids), run_of(scifact, "fts5").subset(qids)]
+    assert [r.score_floor for r in runs] == [0.0, 0.0]
     # ranx ranks by its own tie rule; give it this package's order as strictly decreasing scores
     rx = [ranx.Run(r.to_rank_dict(), name=r.name) for r in runs]
     ours = rrf([Run.from_dict(r.to_rank_dict(), r.name) for r in runs], k=60)
@@ -104,3 +96,59 @@ def test_agrees_with_ranx_rrf_and_wsum(scifact, run_of):
         got = score_fusion(runs, "convex", ours_norm, weights=[0.3, 0.7], missing="zero").to_dict()
         diff = max(abs(got[q][d] - theirs[q][d]) for q in theirs for d in theirs[q])
         assert diff < 1e-12, norm
+
+
+# --------------------------------------------------------------------------- bugs that must fail
+def test_rrf_ties_by_docid_not_input_order():
+    # z comes first in the input, but z and a tie: docid order puts a first
+    x = Run.from_dict({"q": {"z": 2.0, "m": 1.0}}, "X")
+    y = Run.from_dict({"q": {"a": 2.0, "m": 1.0}}, "Y")
+    fused = rrf([x, y], k=60)
+    assert fused.df.docid.tolist() == ["m", "a", "z"]
+    assert fused.df.score.iloc[1] == fused.df.score.iloc[2]
+    assert rrf([y, x], k=60).df.docid.tolist() == ["m", "a", "z"]
+
+
+def test_minmax_of_equal_scores_is_one():
+    flat = Run.from_dict({"q": {"a": 3.0, "b": 3.0}, "r": {"c": 1.0, "d": 0.0}}, "F")
+    n = normalise(flat.df, "minmax")
+    assert dict(zip(flat.df.docid, n, strict=True)) == {"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0}
+    assert normalise(flat.df, "tmm", 3.0).iloc[:2].tolist() == [1.0, 1.0]
+
+
+def test_tmm_floor_is_declared_never_guessed():
+    from rrfbench.errors import InputError
+
+    dense = Run.from_dict({"q": {"x": 0.5, "y": 0.0}}, "dense")  # the name must not matter
+    with pytest.raises(InputError, match="theoretical minimum"):
+        score_fusion([dense], "convex", "tmm")
+    s = scores(score_fusion([dense.with_meta(score_floor=-1.0)], "convex", "tmm"))
+    assert s == pytest.approx({"x": 1.0, "y": 1 / 1.5})
+    s = scores(score_fusion([dense], "convex", "tmm", theoretical_min=[0.0]))
+    assert s == pytest.approx({"x": 1.0, "y": 0.0})
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    ({"k": [1, 2, 3]}, "expected one value or 2"),
+    ({"weights": [-1, 1]}, "must be >= 0"),
+    ({"weights": [0, 0]}, "at least one run needs a weight > 0"),
+    ({"rank_base": 2}, "rank_base: 2 is not one of 0, 1"),
+    ({"depth": 2.5}, "whole number"),
+    ({"k": float("nan")}, "not finite"),
+])
+def test_bad_arguments_are_input_errors(kwargs, msg):
+    from rrfbench.errors import InputError
+
+    with pytest.raises(InputError, match=msg):
+        rrf([A, B], **kwargs)
+
+
+def test_bad_score_fusion_arguments():
+    from rrfbench.errors import InputError
+
+    with pytest.raises(InputError, match="method: 'x' is not one of"):
+        score_fusion([A, B], "x")
+    with pytest.raises(InputError, match="norm: 'x' is not one of"):
+        score_fusion([A, B], "convex", "x")
+    with pytest.raises(InputError, match="missing: 'x' is not one of"):
+        score_fusion([A, B], "convex", "minmax", missing="x")

@@ -55,7 +55,7 @@ def test_better_than_reality_fails(tmp_path, capsys):
 
 def test_missing_baselines_file_is_clean_error(tmp_path, capsys):
     assert _exit(["regress", "--baselines", str(tmp_path / "none.json")]) == 2
-    assert "baselines file not found" in capsys.readouterr().err
+    assert "none.json: file not found" in capsys.readouterr().err
 
 
 def test_committed_file_covers_retrievers_presets_and_tuned():

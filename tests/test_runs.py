@@ -107,3 +107,66 @@ def test_from_indexed_equals_general_constructor():
     fast = Run.from_indexed(qids, q_index, docids, doc_index, scores)
     slow = Run(pd.DataFrame({"qid": qids[q_index], "docid": docids[doc_index], "score": scores}))
     assert fast.df.equals(slow.df)
+
+
+def test_bom_and_crlf_accepted(tmp_path):
+    p = tmp_path / "r.trec"
+    p.write_bytes(b"\xef\xbb\xbf" + TREC.replace("\n", "\r\n").encode())
+    assert Run.from_trec(p).equals(Run.from_trec(_write(tmp_path / "plain.trec", TREC)))
+    q = tmp_path / "q.tsv"
+    q.write_bytes(b"\xef\xbb\xbfquery-id\tcorpus-id\tscore\r\n1\td1\t1\r\n")
+    assert Qrels.from_file(q).to_dict() == {"1": {"d1": 1}}
+
+
+def _write(p, text):
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("data, problem, line", [
+    (b"q1 Q0 d1 1 1.0 s\nq1 Q0 d2 2 \xff 1.0 s\n", "not UTF-8 text (byte 0xff)", 2),
+    (b"q1 Q0 d1 1 1.0 s\n\x00\x00", "binary data", 2),
+])
+def test_not_text_is_one_clear_error(tmp_path, data, problem, line):
+    p = tmp_path / "bad.trec"
+    p.write_bytes(data)
+    with pytest.raises(InputError) as ei:
+        Run.from_trec(p)
+    assert problem in str(ei.value) and ei.value.line == line
+
+
+def test_broken_gzip(tmp_path):
+    p = tmp_path / "r.trec.gz"
+    p.write_bytes(b"not gzip at all")
+    with pytest.raises(InputError, match="not a readable gzip file"):
+        Run.from_trec(p)
+
+
+def test_empty_file_warns(tmp_path):
+    from rrfbench.errors import CoverageWarning
+
+    with pytest.warns(CoverageWarning, match="holds no result lines"):
+        run = Run.from_trec(_write(tmp_path / "e.trec", "\n\n"))
+    assert len(run) == 0
+
+
+def test_fast_and_strict_readers_agree(tmp_path):
+    """Odd but valid text (tabs, runs of spaces, blank lines, ids like NA / null / 001) parses
+    the same through pandas' C reader and the strict line reader."""
+    from rrfbench.runs import _parse_trec_fast, _parse_trec_lines
+
+    text = "001 Q0 NA 1 2.5 t\n\n001\tQ0\tnull 2 2.5 t\n002  Q0   \"x 1 -1e-3 t\n"
+    fast = _parse_trec_fast(text)
+    slow = _parse_trec_lines(text, tmp_path / "x")
+    assert fast is not None and fast.equals(slow)
+    assert fast.qid.tolist() == ["001", "001", "002"] and fast.docid.tolist() == ["NA", "null", '"x']
+    for bad in ("a Q0 b 1 1.0\n", "a Q0 b 1 1.0 t extra\n", "a Q0 b 1 x t\n", "a Q0 b 1 1 t\na Q0 b 2 1 t\n"):
+        assert _parse_trec_fast(bad) is None
+
+
+def test_manifest_beside_run_file_supplies_meta(tmp_path):
+    p = _write(tmp_path / "dense.trec", TREC)
+    assert Run.from_trec(p).score_floor is None
+    (tmp_path / "dense.json").write_text('{"score_floor": -1.0, "retriever": "dense"}')
+    run = Run.from_trec(p)
+    assert run.score_floor == -1.0 and run.cut(1).score_floor == -1.0

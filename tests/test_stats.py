@@ -33,3 +33,27 @@ def test_bootstrap_ci_contains_mean_and_shrinks():
     assert (hi2 - lo2) < (hi - lo)
     assert bootstrap_ci(small) == (lo, hi)
     assert pytest.approx(bootstrap_ci([0.5] * 10)) == (0.5, 0.5)
+
+
+def test_bootstrap_default_seed_is_zero_and_pinned():
+    v = np.arange(20) / 20
+    assert bootstrap_ci(v) == bootstrap_ci(v, seed=0)
+    assert bootstrap_ci(v) != bootstrap_ci(v, seed=1)
+    assert bootstrap_ci(v) == pytest.approx((0.3475, 0.5975), abs=1e-12)
+
+
+def test_randomisation_counts_ties_with_the_observed_value():
+    # d = [1, 1]: |mean| is 1 under half of the sign flips (both + or both -), 0 otherwise, so
+    # p = P(|null| >= 1) = 0.5; counting only > would give ~0
+    p = permutation_test([1.0, 1.0], [0.0, 0.0])
+    assert p == pytest.approx(0.5, abs=0.02)
+
+
+def test_paired_t_equals_scipy():
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    for n in (5, 30, 300):
+        a, b = rng.random(n), rng.random(n)
+        assert paired_t(a, b) == pytest.approx(stats.ttest_rel(a, b).pvalue, rel=1e-9)
+    assert paired_t([1.0, 2.0], [0.0, 1.0]) == 0.0  # constant difference

@@ -1,17 +1,20 @@
 """What every retriever shares: the interface, the run cache and its manifest.
 
 A retriever is a small object with ``name`` (the run's file stem, e.g. ``bm25`` or
-``fts5-phrase``), ``params()`` (every setting that changes its output) and
-``retrieve(dataset, queries, depth) -> Run``. :func:`cached_run` writes the run to
-``<results>/runs/<dataset>/<split>/<name>.trec.gz`` with ``<name>.json`` beside it (retriever,
-params, library versions, dataset fingerprint, wall time, counts) and reuses it while the
-manifest still matches, so a notebook or a sweep never recomputes a run it already has.
+``fts5-phrase``), ``score_floor`` (the lowest score its scoring function can give: 0 for
+BM25/FTS5, -1 for cosine; recorded in the manifest and carried by the run, so theoretical
+min-max normalisation never has to guess it), ``params()`` (every setting that changes its
+output) and ``retrieve(dataset, queries, depth) -> Run``. :func:`cached_run` writes the run to
+``<results>/runs/<dataset>/<split>/<name>.trec.gz`` (the TREC file any tool can read) with
+``<name>.json`` beside it (retriever, params, library versions, dataset fingerprint, score
+floor, wall time, counts) and ``<name>.parquet`` (the same ranked table, which loads about ten
+times faster), and reuses them while the manifest still matches, so a notebook or a sweep never
+recomputes a run it already has.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -20,13 +23,16 @@ from typing import Protocol
 
 import pandas as pd
 
-from ..runs import Run, atomic_write_text
+from ..runs import Run, manifest_path
+from ..store import results_dir, utc_now, write_text
 
-MANIFEST_KEYS = ("retriever", "params", "depth", "versions", "fingerprint", "split")
+MANIFEST_KEYS = ("retriever", "params", "depth", "versions", "fingerprint", "split",
+                 "score_floor")
 
 
 class Retriever(Protocol):
     name: str
+    score_floor: float
 
     def params(self) -> dict: ...
 
@@ -46,14 +52,9 @@ def lib_versions(*packages: str) -> dict[str, str]:
     return out
 
 
-def results_dir() -> Path:
-    """Root of all outputs: ``$RRFBENCH_RESULTS`` or ``./results``."""
-    return Path(os.environ.get("RRFBENCH_RESULTS", "results"))
-
-
-def cache_dir() -> Path:
-    """Per-machine cache (embeddings, exported models): ``$RRFBENCH_CACHE`` or ``~/.cache/rrfbench``."""
-    return Path(os.environ.get("RRFBENCH_CACHE", Path.home() / ".cache" / "rrfbench"))
+def table_path(run_file: Path) -> Path:
+    """The parquet copy beside a cached run file: ``x.trec.gz`` -> ``x.parquet``."""
+    return run_file.with_name(run_file.name.split(".")[0] + ".parquet")
 
 
 def run_path(dataset_name: str, split: str, name: str, root: Path | None = None) -> Path:
@@ -76,11 +77,17 @@ def _expected(retriever, dataset, split: str, depth: int) -> dict:
         "versions": retriever.versions(),
         "fingerprint": dataset.fingerprint,
         "split": split,
+        "score_floor": float(retriever.score_floor),
     }
 
 
+def expected_manifest(retriever, dataset, split: str, depth: int) -> dict:
+    """The manifest fields a cached run must match to be reused."""
+    return _expected(retriever, dataset, split, depth)
+
+
 def read_manifest(path: Path) -> dict | None:
-    mpath = path.with_name(path.name.replace(".trec.gz", ".json"))
+    mpath = manifest_path(path)
     if not mpath.exists() or not path.exists():
         return None
     try:
@@ -93,17 +100,39 @@ def manifest_matches(manifest: dict | None, expected: dict) -> bool:
     return manifest is not None and all(manifest.get(k) == expected[k] for k in MANIFEST_KEYS)
 
 
+_MEMO: dict[tuple, Run] = {}  # run files already read in this process
+_MEMO_SIZE = 64
+
+
 def cached_run(retriever, dataset, split: str = "test", depth: int = 1000, force: bool = False,
                root: Path | None = None) -> RunResult:
-    """The run of ``retriever`` on ``dataset``'s ``split`` queries, from cache when it matches."""
+    """The run of ``retriever`` on ``dataset``'s ``split`` queries, from cache when it matches.
+
+    A run file read once is kept in memory for the process (keyed by its path and manifest),
+    so a notebook or a workflow that asks again does not re-parse it.
+    """
     path = run_path(dataset.name, split, retriever.name, root)
     expected = _expected(retriever, dataset, split, depth)
     manifest = read_manifest(path)
     if not force and manifest_matches(manifest, expected):
-        return RunResult(Run.from_trec(path, name=retriever.name), manifest, path, True)
+        key = (str(path.resolve()), manifest.get("created"), json.dumps(expected, sort_keys=True))
+        run = _MEMO.get(key)
+        if run is None:
+            table = table_path(path)
+            if table.exists():
+                run = Run.from_parquet(table, name=retriever.name, ranked=True)
+            if run is None or len(run) != manifest.get("n_rows", len(run)):
+                run = Run.from_trec(path, name=retriever.name)
+                run.to_parquet(table)  # a cache written before the parquet copy existed
+            run = run.with_meta(score_floor=expected["score_floor"])
+            if len(_MEMO) >= _MEMO_SIZE:
+                _MEMO.pop(next(iter(_MEMO)))
+            _MEMO[key] = run
+        return RunResult(run, manifest, path, True)
     queries = dataset.split_queries(split)
     t0 = time.perf_counter()
     run = retriever.retrieve(dataset, queries, depth).rename(retriever.name)
+    run = run.with_meta(score_floor=expected["score_floor"])
     wall = time.perf_counter() - t0
     manifest = dict(expected)
     manifest.update({
@@ -112,10 +141,10 @@ def cached_run(retriever, dataset, split: str = "test", depth: int = 1000, force
         "n_queries": len(queries),
         "n_queries_with_results": int(run.df.qid.nunique()),
         "n_rows": len(run),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created": utc_now(),
     })
     manifest.update(getattr(retriever, "last_stats", {}) or {})
     run.to_trec(path)
-    atomic_write_text(path.with_name(path.name.replace(".trec.gz", ".json")),
-                      json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    run.to_parquet(table_path(path))
+    write_text(manifest_path(path), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return RunResult(run, manifest, path, False)

@@ -15,8 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import choice
 from ..runs import Run
 from .base import lib_versions
+
+BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
 
 def _stemmer(language: str | None):
@@ -29,11 +32,12 @@ def _stemmer(language: str | None):
 
 class BM25Retriever:
     name = "bm25"
+    score_floor = 0.0  # Lucene idf is positive: a matched document scores > 0
 
     def __init__(self, k1: float = 1.2, b: float = 0.75, method: str = "lucene",
                  stopwords: str | None = "en", stemmer: str | None = "english"):
-        if method not in ("lucene", "robertson", "atire", "bm25l", "bm25+"):
-            raise ValueError(f"unknown bm25s method {method!r}")
+        if method not in BM25_METHODS:
+            raise choice("bm25 method", method, BM25_METHODS)
         self.k1, self.b, self.method = float(k1), float(b), method
         self.stopwords, self.stemmer = stopwords, stemmer
         self._index = None  # (fingerprint, bm25s.BM25, docids)

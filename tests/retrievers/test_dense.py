@@ -37,7 +37,7 @@ def test_missing_model_names_what_to_install(tmp_path):
 
 
 def test_bad_backend():
-    with pytest.raises(ValueError, match="unknown dense backend"):
+    with pytest.raises(ValueError, match="dense backend: .cuda. is not one of"):
         DenseRetriever(backend="cuda")
 
 

@@ -113,5 +113,5 @@ def test_scifact_reference_numbers_and_raw_sqlite_equivalence(scifact, run_of):
 
 
 def test_unknown_builder():
-    with pytest.raises(ValueError, match="unknown FTS5 query builder"):
+    with pytest.raises(ValueError, match="fts5 query builder: .regex. is not one of"):
         FTS5Retriever("regex")

@@ -1,10 +1,10 @@
-"""Sweeps: evaluate a whole grid of fusion configurations at once, resumably.
+"""The sweep engine: evaluate a whole grid of fusion configurations at once, resumably.
 
 :class:`FusionEngine` builds, once, each query's candidate union (documents of any run, in
 docid order) and each run's rank (and normalised score) per candidate, plus the qrels' gains.
 :meth:`FusionEngine.evaluate` then scores many configurations per pass in a numba kernel
 (:mod:`rrfbench._kernels`) that computes every metric from the fused ranks of the relevant
-documents only - the same numbers as :func:`rrfbench.fusion.rrf` + :func:`rrfbench.evaluate`
+documents only - the same numbers as :func:`rrfbench.fusion.rrf` + :func:`rrfbench.evaluation.evaluate`
 (checked in tests), thousands of times faster.
 
 :func:`run_sweep` walks a grid in chunks, appends each finished chunk to
@@ -28,15 +28,17 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
-from .fusion import _theoretical_min, normalise
+from .errors import InputError, choice
+from .fusion import MISSING, NORMALISATIONS, _check_numbers, normalise, score_floors
 from .metrics import DEFAULT_METRICS, parse_metrics
+from .progress import progress as progress_bar
 from .runs import Qrels, Run
+from .store import write_json, write_parquet
 
 METHODS = ("rrf", "convex", "combsum", "combmnz")
 ABSENT = np.inf
 NO_DEPTH = 1e15
 _FAMILY = {"nDCG": K.NDCG, "R": K.RECALL, "RR": K.RR, "AP": K.AP, "P": K.PREC}
-_NORMS = ("minmax", "zscore", "tmm", "none")
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,44 @@ class Config:
                             missing=self.missing, limit=self.limit)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """Plain JSON types (tuples as lists), so a saved and a fresh result compare equal."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Config:
+        """From :meth:`to_json` output (lists become tuples; a ``label`` key is ignored)."""
+        known = {f for f in cls.__dataclass_fields__}
+        extra = set(d) - known - {"label"}
+        if extra:
+            raise InputError(f"unknown configuration fields {sorted(extra)}; known: "
+                             f"{sorted(known)}")
+        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in known}
+        return cls(**kw)
+
+    def check(self, n_runs: int) -> None:
+        """Raise :class:`InputError` unless this configuration can fuse ``n_runs`` runs."""
+        if self.method not in METHODS:
+            raise choice("method", self.method, METHODS)
+        for what, v in (("k", self.k), ("weights", self.weights), ("depth", self.depth)):
+            if len(v) != n_runs:
+                raise InputError(f"{what}: expected one value per run ({n_runs}), got {len(v)}")
+        _check_numbers(self.weights, "weights")
+        if sum(self.weights) <= 0:
+            raise InputError("weights: at least one run needs a weight > 0")
+        _check_numbers(self.depth, "depth", positive=True, integer=True)
+        if self.limit:
+            _check_numbers([self.limit], "limit", positive=True, integer=True)
+        if self.method == "rrf":
+            _check_numbers(self.k, "k", positive=self.rank_base == 0)
+            if self.rank_base not in (0, 1):
+                raise choice("rank_base", self.rank_base, (0, 1))
+        else:
+            if self.norm not in NORMALISATIONS:
+                raise choice("norm", self.norm, NORMALISATIONS)
+            if self.missing not in MISSING:
+                raise choice("missing", self.missing, MISSING)
+            if any(d is not None for d in self.depth):
+                raise InputError("depth: score fusion uses each run's full depth in sweeps")
 
 
 def simplex_weights(n: int, step: float = 0.1) -> list[tuple]:
@@ -104,9 +143,50 @@ def simplex_weights(n: int, step: float = 0.1) -> list[tuple]:
 def make_grid(n_runs: int, methods=("rrf",), k=(60,), weights=None, depth=(None,),
               per_run_k: bool = False, rank_base=(1,), norms=("minmax", "zscore"),
               missing=("zero",), limit=None, weight_step: float = 0.1) -> list[Config]:
-    """The cartesian grid, in a fixed order (its position is the ``config_id``)."""
-    wgrid = [tuple(map(float, w)) for w in weights] if weights is not None else simplex_weights(n_runs, weight_step)
+    """The cartesian grid, in a fixed order (its position is the ``config_id``).
+
+    Without ``weights``, the weight vectors are the simplex at ``weight_step`` plus, when the
+    step cannot express it (three runs at 0.1), the equal-weight vector: RRF k=60 with equal
+    weights, the usual default, is then always a grid point. Every value is checked; a bad one
+    raises :class:`InputError` naming the option.
+    """
+    for m in methods:
+        if m not in METHODS:
+            raise choice("method", m, METHODS)
+    for nm in norms:
+        if nm not in NORMALISATIONS:
+            raise choice("norm", nm, NORMALISATIONS)
+    for ms in missing:
+        if ms not in MISSING:
+            raise choice("missing", ms, MISSING)
+    for b in rank_base:
+        if b not in (0, 1):
+            raise choice("rank_base", b, (0, 1))
+    if not k:
+        raise InputError("k: give at least one value")
+    _check_numbers(k, "k", positive=0 in rank_base)
+    for d in depth:
+        _check_numbers(d if isinstance(d, tuple) else (d,), "depth", positive=True, integer=True)
+        if isinstance(d, tuple) and len(d) != n_runs:
+            raise InputError(f"depth: expected one value per run ({n_runs}), got {len(d)}")
+    if weights is None:
+        if not (0 < weight_step <= 1) or abs(1 / weight_step - round(1 / weight_step)) > 1e-9:
+            raise InputError(f"weight step: {weight_step!r} must divide 1 (e.g. 0.1, 0.25, 0.5)")
+        wgrid = simplex_weights(n_runs, weight_step)
+        equal = tuple(round(1 / n_runs, 10) for _ in range(n_runs))
+        if not any(np.allclose(w, equal) for w in wgrid):
+            wgrid.append(equal)  # the RRF default (equal weights) is always on the grid
+    else:
+        wgrid = []
+        for w in weights:
+            if len(w) != n_runs:
+                raise InputError(f"weights: {','.join(map(str, w))} has {len(w)} values; "
+                                 f"expected one per run ({n_runs})")
+            _check_numbers(w, "weights")
+            wgrid.append(tuple(map(float, w)))
     wgrid = [w for w in wgrid if sum(w) > 0]
+    if not wgrid:
+        raise InputError("weights: every weight vector is all zeros")
     out: list[Config] = []
     for method in methods:
         if method == "rrf":
@@ -121,9 +201,14 @@ def make_grid(n_runs: int, methods=("rrf",), k=(60,), weights=None, depth=(None,
             for norm, miss in itertools.product(norms, missing):
                 out.append(Config(method, (0.0,) * n_runs, (1.0,) * n_runs, (None,) * n_runs, 1,
                                   norm, miss, limit))
-        else:
-            raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
     return out
+
+
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting (NumPy 2.4's hash-based unique is ~60x slower on millions of
+    int64 keys)."""
+    k = np.sort(a)
+    return k[np.r_[True, k[1:] != k[:-1]]] if len(k) else k
 
 
 @dataclass
@@ -138,26 +223,40 @@ class FusionEngine:
     def __post_init__(self):
         self.metric_objs = parse_metrics(self.metrics)
         self.metric_names = [str(m) for m in self.metric_objs]
+        if not self.runs:
+            raise InputError("the sweep engine needs at least one run")
         self.names = [r.name for r in self.runs]
+        if len(set(self.names)) != len(self.names):
+            raise InputError(f"runs need distinct names; got {self.names}")
+        self.floors = [r.score_floor for r in self.runs]
         self.qids = self.qrels.qids
-        qpos = {q: i for i, q in enumerate(self.qids)}
-        judged = set(self.qids)
-        parts = [r.df[r.df.qid.isin(judged)][["qid", "docid"]] for r in self.runs]
-        cand = pd.concat(parts).drop_duplicates()
-        cand = cand.assign(qi=cand.qid.map(qpos)).sort_values(["qi", "docid"], kind="mergesort")
-        cand = cand.reset_index(drop=True)
-        self.cand = cand
-        n = len(cand)
-        counts = np.bincount(cand.qi.to_numpy(), minlength=len(self.qids))
+        # integer keys: query position x (docid code in string order); no string hashing
+        qindex = pd.Index(self.qids)
+        qr = self.qrels.df[self.qrels.df.relevance > 0]
+        ids = [r.df.docid.to_numpy(dtype=object) for r in self.runs] + [qr.docid.to_numpy(dtype=object)]
+        codes, vocab = pd.factorize(np.concatenate(ids), sort=True)
+        nd = max(len(vocab), 1)
+        bounds = np.cumsum([0] + [len(x) for x in ids])
+        keys, kept = [], []
+        for r, run in enumerate(self.runs):
+            qi = qindex.get_indexer(run.df.qid.to_numpy(dtype=object))
+            keep = qi >= 0  # queries without judgments are not swept
+            keys.append(qi[keep].astype(np.int64) * nd + codes[bounds[r]:bounds[r + 1]][keep])
+            kept.append(keep)
+        cand_keys = sorted_unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+        n = len(cand_keys)
+        cand_qi = cand_keys // nd
+        self.cand = pd.DataFrame({"qid": np.asarray(self.qids, dtype=object)[cand_qi],
+                                  "docid": np.asarray(vocab, dtype=object)[cand_keys % nd],
+                                  "qi": cand_qi})
+        counts = np.bincount(cand_qi, minlength=len(self.qids))
         self.qstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        key = pd.Index(cand.qid + "\x00" + cand.docid)
-        self._key = key
         R = len(self.runs)
         self.ranks = np.full((n, R), ABSENT)
         self._pos = []
         for r, run in enumerate(self.runs):
-            df = run.df[run.df.qid.isin(judged)]
-            pos = key.get_indexer(df.qid + "\x00" + df.docid)
+            pos = np.searchsorted(cand_keys, keys[r])
+            df = run.df[kept[r]]
             self.ranks[pos, r] = df["rank"].to_numpy(dtype=np.float64)
             self._pos.append((pos, df))
         # integer ranks (0 = absent) for the division-free RRF path
@@ -166,15 +265,20 @@ class FusionEngine:
         # visiting order for the pruned RRF path: per query, by best rank in any run
         best = np.where(self.iranks > 0, self.iranks, self.max_rank + 1).min(axis=1) if n else \
             np.zeros(0, dtype=np.int32)
-        qi = cand.qi.to_numpy()
-        self.perm = np.lexsort((np.arange(n), best, qi)).astype(np.int64)
+        self.perm = np.lexsort((np.arange(n), best, cand_qi)).astype(np.int64)
         self.minr = best[self.perm].astype(np.int64)
-        # relevant documents, gains, ideal DCG
-        qr = self.qrels.df[self.qrels.df.relevance > 0]
-        qr = qr.assign(qi=qr.qid.map(qpos)).sort_values(["qi", "docid"], kind="mergesort")
-        rel_counts = np.bincount(qr.qi.to_numpy(), minlength=len(self.qids))
+        # relevant documents (sorted by query, then docid), gains, ideal DCG
+        rqi = qindex.get_indexer(qr.qid.to_numpy(dtype=object)).astype(np.int64)
+        rkey = rqi * nd + codes[bounds[-2]:]
+        order = np.argsort(rkey, kind="stable")
+        rkey, rqi = rkey[order], rqi[order]
+        qr = qr.iloc[order]
+        rel_counts = np.bincount(rqi, minlength=len(self.qids))
         self.rel_start = np.concatenate([[0], np.cumsum(rel_counts)]).astype(np.int64)
-        self.rel_cand = key.get_indexer(qr.qid + "\x00" + qr.docid).astype(np.int64)
+        pos = np.searchsorted(cand_keys, rkey)
+        found = (pos < n) & (cand_keys[np.minimum(pos, max(n - 1, 0))] == rkey) if n else \
+            np.zeros(len(rkey), dtype=bool)
+        self.rel_cand = np.where(found, pos, -1).astype(np.int64)
         self.rel_gain = qr.relevance.to_numpy(dtype=np.float64)
         self.n_rel = rel_counts.astype(np.int64)
         self.fam = np.array([_FAMILY[m.family] for m in self.metric_objs], dtype=np.int64)
@@ -200,10 +304,11 @@ class FusionEngine:
         qpos = {q: i for i, q in enumerate(self.qids)}
         for i, norm in enumerate(norms):
             if norm not in self._norm_cache:
+                floors = score_floors(self.runs, self.floors, norm)
                 v = np.zeros((n, R))
                 mv = np.zeros((Q, R))
                 for r, (pos, df) in enumerate(self._pos):
-                    nv = normalise(df, norm, _theoretical_min(self.runs[r])).to_numpy()
+                    nv = normalise(df, norm, floors[r]).to_numpy()
                     v[pos, r] = nv
                     mins = pd.Series(nv).groupby(df.qid.to_numpy()).min()
                     mv[[qpos[q] for q in mins.index], r] = mins.to_numpy()
@@ -224,8 +329,7 @@ class FusionEngine:
         miss_idx = np.zeros(C, dtype=np.int64)
         norms = sorted({c.norm for c in configs if c.method != "rrf"})
         for i, c in enumerate(configs):
-            if len(c.weights) != R or len(c.k) != R or len(c.depth) != R:
-                raise ValueError(f"config {c} does not have one k/weight/depth per run ({R})")
+            c.check(R)
             modes[i] = {"rrf": K.MODE_RRF, "convex": K.MODE_SUM, "combsum": K.MODE_SUM,
                         "combmnz": K.MODE_MNZ}[c.method]
             ks[i] = c.k
@@ -234,8 +338,6 @@ class FusionEngine:
             bases[i] = c.rank_base
             limits[i] = c.limit or 0
             if c.method != "rrf":
-                if any(d is not None for d in c.depth):
-                    raise ValueError("score-fusion sweeps use each run's full depth")
                 norm_idx[i] = norms.index(c.norm)
                 miss_idx[i] = 1 if c.missing == "min" else 0
         normvals, missvals = self._normvals(norms)
@@ -276,17 +378,9 @@ def grid_hash(engine: FusionEngine, configs: list[Config]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _write_parquet(df: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-
-
 def run_sweep(engine: FusionEngine, configs: list[Config], out: str | Path | None = None,
               chunk_size: int = 256, progress: bool = True, name: str = "sweep") -> pd.DataFrame:
     """Evaluate ``configs``; with ``out``, write ``out/<name>.parquet`` resumably (see module doc)."""
-    from tqdm.auto import tqdm
-
     if out is None:
         return engine.table(configs)
     out = Path(out)
@@ -302,16 +396,18 @@ def run_sweep(engine: FusionEngine, configs: list[Config], out: str | Path | Non
     if parts.exists() and (not meta.exists() or json.loads(meta.read_text()).get("hash") != h):
         shutil.rmtree(parts)
     parts.mkdir(parents=True, exist_ok=True)
-    meta.write_text(json.dumps({"hash": h, "n_configs": len(configs), "chunk_size": chunk_size}))
+    write_json(meta, {"hash": h, "n_configs": len(configs), "chunk_size": chunk_size})
     n_chunks = (len(configs) + chunk_size - 1) // chunk_size
     delay = float(os.environ.get("RRFBENCH_SWEEP_CHUNK_DELAY", "0") or 0)  # for kill/resume tests
     todo = [i for i in range(n_chunks) if not (parts / f"chunk-{i:05d}.parquet").exists()]
-    bar = tqdm(total=len(configs), desc=f"sweep {len(configs)} configs", disable=not progress,
-               initial=(n_chunks - len(todo)) * chunk_size if todo else len(configs), unit="cfg")
+    done_n = sum(len(configs[i * chunk_size:(i + 1) * chunk_size])
+                 for i in range(n_chunks) if i not in set(todo))
+    bar = progress_bar(total=len(configs), desc=f"{name}: {len(configs)} configurations",
+                       unit="cfg", initial=done_n, enabled=progress and bool(todo))
     for i in todo:
         chunk = configs[i * chunk_size:(i + 1) * chunk_size]
         table = engine.table(chunk, start_id=i * chunk_size).assign(grid_hash=h)
-        _write_parquet(table, parts / f"chunk-{i:05d}.parquet")
+        write_parquet(parts / f"chunk-{i:05d}.parquet", table)
         bar.update(len(chunk))
         if delay:
             import time
@@ -320,7 +416,7 @@ def run_sweep(engine: FusionEngine, configs: list[Config], out: str | Path | Non
     bar.close()
     tables = [pd.read_parquet(parts / f"chunk-{i:05d}.parquet") for i in range(n_chunks)]
     result = pd.concat(tables, ignore_index=True)
-    _write_parquet(result, final)
+    write_parquet(final, result)
     shutil.rmtree(parts, ignore_errors=True)
     return result
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rrfbench import evaluate
-from rrfbench.sweep import Config, FusionEngine, make_grid, run_sweep, simplex_weights
+from rrfbench.engine import Config, FusionEngine, make_grid, run_sweep, simplex_weights
 from tests.conftest import needs_cranfield, needs_scifact
 
 METRICS = ["nDCG@10", "R@100", "RR@10", "AP@1000", "P@10"]
@@ -19,6 +19,9 @@ def test_simplex_weights_exact():
     w = simplex_weights(3, 0.1)
     assert len(w) == 66 and all(abs(sum(x) - 1) < 1e-12 for x in w)
     assert (0.7, 0.3, 0.0) in w and (0.0, 0.0, 1.0) in w
+    grid = make_grid(3, k=(60,), weight_step=0.1)
+    assert len(grid) == 67 and grid[-1].weights == (1 / 3, 1 / 3, 1 / 3)  # the default is on it
+    assert len(make_grid(2, k=(60,), weight_step=0.5)) == 3  # (1,0), (.5,.5), (0,1): no extra
 
 
 @needs_cranfield
@@ -66,7 +69,7 @@ SCRIPT = """
 import sys
 from rrfbench import load_dataset
 from rrfbench.retrievers import cached_run, make_retriever
-from rrfbench.sweep import FusionEngine, make_grid, run_sweep
+from rrfbench.engine import FusionEngine, make_grid, run_sweep
 ds = load_dataset("cranfield")
 runs = [cached_run(make_retriever(s), ds, "test", 1000).run for s in ("bm25", "fts5")]
 eng = FusionEngine(runs, ds.qrels("test"), ["nDCG@10", "R@100"])
@@ -94,7 +97,7 @@ def test_killed_sweep_resumes_without_recomputing(cranfield, run_of, tmp_path):
     # final table is written; the hook below records which chunks were computed)
     env["RRFBENCH_SWEEP_CHUNK_DELAY"] = "0"
     code = subprocess.run([sys.executable, "-c", SCRIPT.replace(
-        "run_sweep(eng", "import rrfbench.sweep as S\n"
+        "run_sweep(eng", "import rrfbench.engine as S\n"
         "orig = S.FusionEngine.table\n"
         "def table(self, configs, start_id=0):\n"
         "    open(sys.argv[1] + '.log', 'a').write(f'{start_id}\\n')\n"
@@ -131,3 +134,48 @@ def test_changed_run_invalidates_finished_sweep(tmp_path):
     a2 = Run.from_dict({"q": {"a": 1.0, "b": 2.0}}, "x")  # same size, different content
     t2 = run_sweep(FusionEngine([a2, b], qrels, ["RR@10"]), grid, tmp_path, progress=False)
     assert t1["RR@10"].tolist() == [0.5, 1.0] and t2["RR@10"].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    ({"methods": ("rrf", "foo")}, "method: 'foo' is not one of"),
+    ({"norms": ("l2",), "methods": ("convex",)}, "norm: 'l2' is not one of"),
+    ({"k": ()}, "k: give at least one value"),
+    ({"k": (1, -2)}, "k: -2 must be >= 0"),
+    ({"weights": [(1, 2, 3)]}, "has 3 values; expected one per run"),
+    ({"weights": [(0, 0)]}, "every weight vector is all zeros"),
+    ({"weight_step": 0.3}, "weight step: 0.3 must divide 1"),
+    ({"depth": ((10, 20, 30),)}, "depth: expected one value per run"),
+    ({"rank_base": (2,)}, "rank_base: 2 is not one of"),
+])
+def test_make_grid_refuses_bad_values(kwargs, msg):
+    from rrfbench.errors import InputError
+
+    with pytest.raises(InputError, match=msg):
+        make_grid(2, **kwargs)
+
+
+def test_config_json_roundtrip_and_check():
+    from rrfbench.errors import InputError
+
+    c = Config("rrf", (10.0, 20.0), (0.5, 0.5), (None, 5), 0, None, None, 7)
+    assert Config.from_json({**c.to_json(), "label": "x"}) == c
+    with pytest.raises(InputError, match="unknown configuration fields"):
+        Config.from_json({"method": "rrf", "alpha": 1})
+    with pytest.raises(InputError, match="expected one value per run"):
+        c.check(3)
+
+
+def test_engine_tmm_uses_declared_floors_and_refuses_without():
+    from rrfbench.errors import InputError
+    from rrfbench.runs import Qrels, Run
+
+    qrels = Qrels.from_dict({"q": {"b": 1}})
+    a = Run.from_dict({"q": {"a": 0.9, "b": 0.1}}, "dense")
+    b = Run.from_dict({"q": {"b": 2.0, "a": 1.0}}, "bm25")
+    tmm = Config("convex", (0.0, 0.0), (0.5, 0.5), (None, None), 1, "tmm", "zero")
+    with pytest.raises(InputError, match="theoretical minimum"):
+        FusionEngine([a, b], qrels, ["RR@10"]).evaluate([tmm])
+    eng = FusionEngine([a.with_meta(score_floor=-1.0), b.with_meta(score_floor=0.0)], qrels,
+                       ["RR@10"])
+    # a: (0.9+1)/1.9 * .5 + 0.5 * 1/2 = 0.75 ; b: (0.1+1)/1.9 * .5 + 0.5 = 0.789...
+    assert eng.evaluate([tmm])[0, 0, 0] == 1.0

@@ -10,21 +10,35 @@ import tomllib
 import pytest
 import yaml
 
-from rrfbench.errors import InputError
-from rrfbench.export import FORMATS, constants, render
+from rrfbench.errors import InputError, ValidationWarning
+from rrfbench.exporters import constants, formats, render
+from rrfbench.presets import get_preset
+from rrfbench.results import Comparison, Estimate, PresetResult, Protocol, SweepResult
 
-PROV = {"dataset": "scifact", "fingerprint": "abc123", "rrfbench": "0.1.0", "git_commit": "deadbeef"}
-EVAL = {"split": "test", "value": 0.71, "ci95": [0.67, 0.75]}
-SWEEP_BEST = {"dataset": "scifact", "runs": ["bm25", "fts5", "dense"], "metric": "nDCG@10",
-              "tune": {"split": "train"}, "eval": EVAL, "provenance": PROV,
-              "config": {"method": "rrf", "k": [20.0, 20.0, 20.0], "weights": [0.3, 0.2, 0.5],
-                         "depth": [None, None, None], "rank_base": 1, "norm": None,
-                         "missing": None, "limit": None}}
+PROV = {"dataset": "scifact", "fingerprint": "abc123", "rrfbench": "0.2.0", "git_commit": "deadbeef"}
+PROTO = Protocol("holdout", "train", "test", 0, 0, "default")
+EST = Estimate(0.71, (0.67, 0.75), 300)
+CMP = Comparison("x", 0.6, (0.5, 0.7), 0.11, 0.01, 0.02)
+SWEEP_BEST = SweepResult(
+    dataset="scifact", fingerprint="abc123", runs=("bm25", "fts5", "dense"), metric="nDCG@10",
+    protocol=PROTO, config={"method": "rrf", "k": [20.0, 20.0, 20.0], "weights": [0.3, 0.2, 0.5],
+                            "depth": [None, None, None], "rank_base": 1, "norm": None,
+                            "missing": None, "limit": None, "label": "rrf"},
+    tuned=EST, tune_value=0.7, baselines={"best_single": CMP, "rrf60_equal": CMP},
+    singles={"bm25": 0.6}, optimism={"rank_on_eval_grid": 1, "grid_size": 1, "best_on_eval": 0.71,
+                                     "best_on_eval_label": "rrf", "gap": 0.0},
+    grid_size=1, family_best={}, per_query={}, provenance=PROV)
 
 
 def preset_best(name, config):
-    return {"preset": name, "metric": "nDCG@10", "tune": {"split": "train"}, "eval": EVAL,
-            "provenance": PROV, "config": config}
+    p = get_preset(name)
+    return PresetResult(preset=name, system=p.system, dataset="scifact", fingerprint="abc123",
+                        metric="nDCG@10", protocol=PROTO, knobs=p.knob_table(),
+                        streams=dict(p.streams),
+                        shipped={"params": p.defaults(), "metrics": {"nDCG@10": 0.6, "R@100": 0.8}},
+                        config=config, tuned=EST, tuned_metrics={"nDCG@10": 0.71, "R@100": 0.85},
+                        vs_shipped=CMP, fidelity=tuple(f.to_json() for f in p.fidelity),
+                        tune_value=0.7, grid_size=1, per_query={}, provenance=PROV)
 
 
 NEXUS = preset_best("nexusai", {"semanticWeight": 1.5, "keywordWeight": 2.0, "RRF_K": 60})
@@ -33,6 +47,7 @@ TITAN = preset_best("titan", {"k": 20, "vector_weight": 0.7, "fts_weight": 0.3, 
 ZEUS = preset_best("zeus", {"vector_weight": 0.8, "keyword_weight": 0.2, "top_k": 10,
                             "use_rerank": True, "bm25_available": True})
 AIMEM = preset_best("ai-memory", {"fts5": True, "vector": False, "k": 60})
+pytestmark = pytest.mark.filterwarnings("ignore::rrfbench.errors.ValidationWarning")
 
 
 def js_object(text: str) -> dict:
@@ -98,8 +113,17 @@ def test_aimemory_rust_consts():
 
 
 def test_system_format_refuses_other_configs():
-    with pytest.raises(InputError, match="needs a best.json"):
+    with pytest.raises(InputError, match="needs a result of `rrfbench tune DATASET --preset nexusai`"):
         render(SWEEP_BEST, "nexusai")
+    with pytest.raises(InputError, match=r"needs a result .*\(got preset 'zeus'\)"):
+        render(ZEUS, "titan")
     with pytest.raises(InputError, match="unknown export format"):
         render(SWEEP_BEST, "xml")
-    assert len(FORMATS) == 12
+    assert len(formats()) == 12
+
+
+def test_single_collection_result_warns_and_says_so_in_the_file():
+    with pytest.warns(ValidationWarning, match="validated on one collection only"):
+        text = render(SWEEP_BEST, "yaml")
+    assert "# validated on one collection only (scifact)" in text
+    assert "not cross-validated on other collections" in render(NEXUS, "nexusai", warn=False)

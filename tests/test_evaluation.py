@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
 
-from rrfbench.evaluate import evaluate, evaluate_per_query
-from rrfbench.metrics import parse_metric
+from rrfbench.evaluation import evaluate, evaluate_per_query
 from rrfbench.runs import Qrels, Run
 from tests.conftest import needs_cranfield, needs_scifact
 
@@ -60,17 +59,6 @@ def test_agrees_with_pytrec_eval_on_tied_fused_run(scifact, run_of):
     _check(fused, scifact.qrels("test"))
 
 
-def test_metric_names_and_aliases():
-    assert str(parse_metric("ndcg@10")) == "nDCG@10"
-    assert str(parse_metric("recall@100")) == "R@100"
-    assert str(parse_metric("MRR@10")) == "RR@10"
-    assert str(parse_metric("map@1000")) == "AP@1000"
-    assert str(parse_metric("precision@10")) == "P@10"
-    assert parse_metric("nDCG") == parse_metric("ndcg")
-    with pytest.raises(Exception, match="unknown metric"):
-        parse_metric("bleu@4")
-
-
 def test_missing_query_scores_zero_and_ties_follow_docid():
     qrels = Qrels.from_dict({"q1": {"b": 1}, "q2": {"x": 1}})
     # a and b tie; docid order puts a first, so the relevant b is at rank 2
@@ -95,3 +83,20 @@ def test_graded_ndcg_hand_computed():
     dcg = 1 / np.log2(2) + 3 / np.log2(3)
     idcg = 3 / np.log2(2) + 1 / np.log2(3)
     assert evaluate(run, qrels, ["nDCG@10"])["nDCG@10"] == pytest.approx(dcg / idcg, abs=1e-12)
+
+
+def test_coverage_and_warnings():
+    from rrfbench.errors import CoverageWarning
+    from rrfbench.evaluation import coverage
+
+    qrels = Qrels.from_dict({"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}})
+    full = Run.from_dict({"q1": {"a": 1.0}, "q2": {"b": 1.0}, "q3": {"x": 1.0}})
+    cov = coverage(full, qrels)
+    assert (cov.judged, cov.answered, cov.fraction, cov.problem()) == (3, 3, 1.0, None)
+    wrong = Run.from_dict({"x1": {"a": 1.0}, "q1": {"a": 1.0}})
+    assert coverage(wrong, qrels).answered == 1 and coverage(wrong, qrels).run_queries == 2
+    with pytest.warns(CoverageWarning, match="answers only 1 of 3 judged queries"):
+        assert evaluate(wrong, qrels, ["RR@10"])["RR@10"] == pytest.approx(1 / 3)
+    empty = Run.from_dict({})
+    with pytest.warns(CoverageWarning, match="the run is empty"):
+        assert evaluate(empty, qrels, ["RR@10"])["RR@10"] == 0.0

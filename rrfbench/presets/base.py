@@ -1,0 +1,216 @@
+"""What every studied system shares: knobs, fidelity notes, and the per-query run loop.
+
+A :class:`Preset` is a production system's fusion reproduced on rrfbench runs: which
+retriever plays each of its roles (``streams``), how many candidates it asks each for
+(:meth:`Preset.depth`), how it fuses one query's lists in its own order, ties included
+(:meth:`Preset.fuse_query`), the knobs it really exposes with their shipped values and ranges,
+the configuration shapes it loads (``exports``), and a fidelity list saying what is modelled
+exactly, what under a stated assumption, and what not at all.
+
+:meth:`Preset.run` hands rrfbench a :class:`~rrfbench.runs.Run` whose scores keep the
+system's order (:func:`rrfbench.fusion.order_to_scores`), so rrfbench's docid tie rule never
+reorders what the system would return.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..errors import InputError
+from ..fusion import order_to_scores
+from ..runs import Run
+
+EXACT, ASSUMED, NOT_MODELLED = "exact", "assumption", "not modelled"
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A setting the system really exposes: shipped value, allowed range, tuning grid."""
+
+    name: str
+    default: object
+    lo: float | None = None
+    hi: float | None = None
+    grid: tuple = ()
+    fixed: bool = False
+    integer: bool = False
+    note: str = ""
+
+    @property
+    def kind(self) -> str:
+        if isinstance(self.default, bool):
+            return "true or false"
+        if self.integer:
+            return f"a whole number in [{self.lo:g}, {self.hi:g}]"
+        if self.lo is not None:
+            return f"a number in [{self.lo:g}, {self.hi:g}]"
+        return "a value"
+
+    def parse(self, text: str):
+        """A value from command-line text (``--set name=text``), checked."""
+        t = text.strip()
+        if isinstance(self.default, bool):
+            if t.lower() in ("true", "1", "yes", "on"):
+                value = True
+            elif t.lower() in ("false", "0", "no", "off"):
+                value = False
+            else:
+                raise InputError(f"--set {self.name}: {text!r} is not {self.kind}")
+        else:
+            try:
+                value = json.loads(t)
+            except json.JSONDecodeError:
+                raise InputError(f"--set {self.name}: {text!r} is not {self.kind}") from None
+        self.check(value)
+        return value
+
+    def check(self, value) -> None:
+        if isinstance(self.default, bool):
+            if not isinstance(value, bool):
+                raise InputError(f"knob {self.name}: {value!r} is not {self.kind}")
+        elif self.lo is not None or self.integer:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"knob {self.name}: {value!r} is not {self.kind}")
+            if self.integer and float(value) != int(value):
+                raise InputError(f"knob {self.name}: {value!r} is not {self.kind}")
+        if self.fixed and value != self.default:
+            raise InputError(f"knob {self.name} is fixed at {self.default} in this system"
+                             + (f" ({self.note})" if self.note else ""))
+        if self.lo is not None and not (self.lo <= value <= self.hi):
+            raise InputError(f"knob {self.name}: {value} is outside the system's range "
+                             f"[{self.lo:g}, {self.hi:g}]")
+
+    def to_json(self) -> dict:
+        return {"default": self.default, "range": [self.lo, self.hi], "fixed": self.fixed,
+                "grid": list(self.grid), "note": self.note}
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """One behaviour of the system and how faithfully rrfbench reproduces it."""
+
+    item: str
+    status: str   # EXACT, ASSUMED or NOT_MODELLED
+    note: str = ""
+
+    def to_json(self) -> dict:
+        return {"item": self.item, "status": self.status, "note": self.note}
+
+
+@dataclass
+class Preset:
+    """A studied system (subclass it in one module per system; see the package docstring)."""
+
+    name: str
+    system: str
+    streams: dict[str, str]             # role -> rrfbench retriever spec
+    knobs: tuple[Knob, ...]
+    fidelity: tuple[Fidelity, ...] = ()
+    default_limit: int = 10
+    exports: dict[str, Callable] = field(default_factory=dict)  # format -> render(params, prov)
+    extra_defaults: dict = field(default_factory=dict)  # settings that are not tuning knobs
+
+    # -- the system's behaviour (override) --------------------------------------------------
+    def depth(self, role: str, params: dict, limit: int) -> int:
+        """Candidates the system asks the ``role`` retriever for."""
+        return limit
+
+    def fuse_query(self, lists: dict[str, list[str]], params: dict, limit: int,
+                   prior: dict | None = None) -> list[tuple[str, float]]:
+        """One query: the retrievers' lists by role -> the system's ranked (docid, score)."""
+        raise NotImplementedError
+
+    def valid(self, params: dict) -> bool:
+        """Whether a grid point is a configuration the system can have."""
+        return True
+
+    def limit_for(self, params: dict, limit: int | None) -> int:
+        """The result limit: the one asked for, else the system's."""
+        return int(limit or self.default_limit)
+
+    def roles_available(self) -> dict[str, str]:
+        """The streams rrfbench can provide now (a system may fall back without one)."""
+        return dict(self.streams)
+
+    # -- shared -----------------------------------------------------------------------------
+    def defaults(self) -> dict:
+        return {k.name: k.default for k in self.knobs} | dict(self.extra_defaults)
+
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        raise InputError(f"preset {self.name!r} has no knob {name!r}; knobs: "
+                         f"{', '.join(k.name for k in self.knobs)}")
+
+    def knob_table(self) -> dict:
+        return {k.name: k.to_json() for k in self.knobs}
+
+    def check(self, params: dict) -> None:
+        known = {k.name: k for k in self.knobs}
+        for name, v in params.items():
+            if name in known:
+                known[name].check(v)
+            elif name not in self.extra_defaults:
+                raise InputError(f"preset {self.name!r} has no knob {name!r}; "
+                                 f"knobs: {', '.join(known)}")
+
+    def parse_settings(self, items: list[str]) -> dict:
+        """``["k=20", "fts_weight=0.5"]`` -> checked knob values (for ``--set``)."""
+        out = {}
+        for item in items:
+            name, eq, text = item.partition("=")
+            if not eq or not name.strip():
+                raise InputError(f"--set: expected knob=value, got {item!r}")
+            out[name.strip()] = self.knob(name.strip()).parse(text)
+        return out
+
+    def grid(self) -> list[dict]:
+        """Every combination of the tunable knobs' grids that the system can have."""
+        tunable = [k for k in self.knobs if not k.fixed and k.grid]
+        out = []
+        for combo in itertools.product(*[k.grid for k in tunable]):
+            p = self.defaults() | dict(zip([k.name for k in tunable], combo, strict=True))
+            if self.valid(p):
+                out.append(p)
+        return out
+
+    def run(self, runs: dict[str, Run], params: dict | None = None, limit: int | None = None,
+            prior: dict[str, float] | None = None, name: str | None = None) -> Run:
+        """The system's ranking for every query of ``runs`` (by role), as a Run."""
+        params = self.defaults() | (params or {})
+        self.check(params)
+        limit = self.limit_for(params, limit)
+        lists: dict[str, dict[str, list[str]]] = {}
+        for role, run in runs.items():
+            cut = run.df[run.df["rank"] <= self.depth(role, params, limit)]
+            lists[role] = {q: g.docid.tolist() for q, g in cut.groupby("qid", sort=False)}
+        qids = sorted(set().union(*[set(v) for v in lists.values()])) if lists else []
+        rows_q, rows_d, rows_s = [], [], []
+        for q in qids:
+            ranked = self.fuse_query({role: lists[role].get(q, []) for role in lists}, params,
+                                     limit, prior)
+            if not ranked:
+                continue
+            rows_q += [q] * len(ranked)
+            rows_d += [d for d, _ in ranked]
+            rows_s += list(order_to_scores([s for _, s in ranked]))
+        df = pd.DataFrame({"qid": rows_q, "docid": rows_d, "score": rows_s})
+        return Run(df, name or f"preset:{self.name}")
+
+    def fidelity_lines(self) -> list[str]:
+        return [f"{f.status}: {f.item}" + (f" ({f.note})" if f.note else "")
+                for f in self.fidelity]
+
+
+def ranked(scores: dict[str, float], ties: str = "stable") -> list[tuple[str, float]]:
+    """Sort (docid, score) by score descending; ``ties``: ``stable`` keeps insertion order
+    (JavaScript's and Python's stable sorts), ``docid`` breaks ties by docid ascending."""
+    if ties == "docid":
+        return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+    return sorted(scores.items(), key=lambda x: -x[1])

@@ -1,0 +1,57 @@
+"""The run cache: reused while its manifest matches, recomputed when anything that changes the
+output changes (parameters, dataset content, score floor, depth, split)."""
+
+import json
+import shutil
+
+import pytest
+
+from rrfbench.datasets import load_dataset
+from rrfbench.errors import InputError
+from rrfbench.retrievers import cached_run, make_retriever, parse_spec, retriever_name
+
+
+def test_spec_parsing_refuses_unknown_variants():
+    assert parse_spec("fts5") == ("fts5", "or_tokens")
+    assert parse_spec("rank-bm25:jieba") == ("rank_bm25", "jieba")
+    assert retriever_name("fts5:phrase") == "fts5-phrase" and retriever_name("dense:torch") == "dense"
+    for bad, msg in (("bm25:jieba", "has no variant 'jieba'"), ("fts5:x", "variants: fts5:or_tokens"),
+                     ("colbert", "unknown kind 'colbert'"), ("", "is empty")):
+        with pytest.raises(InputError, match=msg):
+            make_retriever(bad)
+
+
+def test_cache_invalidation(tiny_beir, tmp_path, results_root):
+    ds = load_dataset(str(tiny_beir))
+    r = make_retriever("bm25")
+    first = cached_run(r, ds, "test", 10)
+    assert not first.cached and first.manifest["score_floor"] == 0.0
+    assert first.run.score_floor == 0.0
+    again = cached_run(r, ds, "test", 10)
+    assert again.cached and again.run.equals(first.run) and again.run.score_floor == 0.0
+    assert not cached_run(r, ds, "test", 5).cached                     # depth changed
+    assert not cached_run(make_retriever("bm25", k1=0.9), ds, "test", 10).cached  # params
+    # a manifest written before score floors were declared is stale
+    mpath = first.path.with_name("bm25.json")
+    cached_run(r, ds, "test", 10)
+    m = json.loads(mpath.read_text())
+    del m["score_floor"]
+    mpath.write_text(json.dumps(m))
+    assert not cached_run(r, ds, "test", 10).cached
+    # changed dataset content (same name) -> new fingerprint -> recomputed
+    copy = tmp_path / "c" / "tiny"
+    shutil.copytree(tiny_beir, copy)
+    with open(copy / "corpus.jsonl", "a") as fh:
+        fh.write('{"_id": "d5", "title": "", "text": "green apples again"}\n')
+    changed = cached_run(r, load_dataset(str(copy)), "test", 10)
+    assert not changed.cached and "d5" in set(changed.run.df.docid)
+
+
+def test_every_retriever_declares_a_score_floor():
+    from rrfbench.retrievers import KINDS
+
+    floors = {k: make_retriever(k).score_floor for k in KINDS if k != "dense"}
+    assert floors == {"bm25": 0.0, "fts5": 0.0, "rank_bm25": 0.0}
+    from rrfbench.retrievers.dense import DenseRetriever
+
+    assert DenseRetriever.score_floor == -1.0

@@ -1,0 +1,29 @@
+"""rank-bm25's BM25Okapi as Zeus calls it: library defaults, regex or jieba tokens."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rrfbench.datasets import load_dataset
+from rrfbench.errors import InputError
+from rrfbench.retrievers.rank_bm25 import RankBM25Retriever, jieba_tokenize, regex_tokenize
+
+
+def test_tokenizers():
+    assert regex_tokenize("Red CARS, fast!") == ["red", "cars", "fast"]
+    assert jieba_tokenize("我爱北京 天安门") == ["我", "爱", "北京", "天安门"]
+    assert "Red" in jieba_tokenize("Red cars")  # jieba keeps case, as a Zeus deployment does
+    with pytest.raises(InputError, match="tokenizer: 'x' is not one of"):
+        RankBM25Retriever(tokenizer="x")
+
+
+def test_scores_are_bm25okapi_and_only_matched(tiny_beir):
+    from rank_bm25 import BM25Okapi
+
+    ds = load_dataset(str(tiny_beir))
+    run = RankBM25Retriever().retrieve(ds, pd.DataFrame({"qid": ["q"], "text": ["green apples"]}), 10)
+    ref = BM25Okapi([regex_tokenize(t) for t in ds.doc_texts()]).get_scores(["green", "apples"])
+    got = dict(zip(run.df.docid, run.df.score, strict=True))
+    assert set(got) == {"d1", "d2"}  # documents sharing no token are not in the run
+    assert got["d1"] == pytest.approx(ref[0]) and got["d2"] == pytest.approx(ref[1])
+    assert np.all(run.df.score.to_numpy() >= RankBM25Retriever.score_floor)

@@ -1,0 +1,62 @@
+"""One home for paths and writes: the results root resolves from any folder in the project."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rrfbench import store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_results_root_is_the_project_from_any_subfolder(monkeypatch):
+    monkeypatch.delenv("RRFBENCH_RESULTS", raising=False)
+    for folder in (ROOT, ROOT / "notebooks", ROOT / "rrfbench" / "retrievers"):
+        monkeypatch.chdir(folder)
+        assert store.results_dir() == ROOT / "results"
+    monkeypatch.setenv("RRFBENCH_RESULTS", "/tmp/elsewhere")
+    assert store.results_dir() == Path("/tmp/elsewhere")
+
+
+def test_outside_a_project_falls_back_to_cwd(tmp_path, monkeypatch):
+    monkeypatch.delenv("RRFBENCH_RESULTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert store.project_root() is None and store.results_dir() == Path("results")
+
+
+def test_atomic_writes_leave_nothing_half_written(tmp_path):
+    p = store.write_text(tmp_path / "a" / "x.txt", "hello")
+    assert p.read_text() == "hello"
+    gz = store.write_text(tmp_path / "x.txt.gz", "same")
+    assert gz.read_bytes() == store.write_text(tmp_path / "y.txt.gz", "same").read_bytes()
+
+    def boom(tmp):
+        Path(tmp).write_text("partial")
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        store._replace_from(boom, tmp_path / "a" / "x.txt")
+    assert (tmp_path / "a" / "x.txt").read_text() == "hello"  # the old file is intact
+    assert os.listdir(tmp_path / "a") == ["x.txt"]  # no temporary left behind
+
+
+def test_npy_parquet_json_sqlite(tmp_path):
+    import sqlite3
+
+    import numpy as np
+    import pandas as pd
+
+    store.write_npy(tmp_path / "e.npy", np.arange(3))
+    assert np.load(tmp_path / "e.npy").tolist() == [0, 1, 2]
+    store.write_parquet(tmp_path / "t.parquet", pd.DataFrame({"a": [1]}))
+    assert pd.read_parquet(tmp_path / "t.parquet").a.tolist() == [1]
+    store.write_json(tmp_path / "j.json", {"a": Path("x")})
+    assert '"x"' in (tmp_path / "j.json").read_text()
+    store.write_sqlite(tmp_path / "s.sqlite", lambda con: con.execute("CREATE TABLE t(x)"))
+    assert sqlite3.connect(tmp_path / "s.sqlite").execute("SELECT count(*) FROM t").fetchone() == (0,)
+
+
+def test_provenance():
+    p = store.provenance()
+    assert {"rrfbench", "git_commit", "created"} <= set(p) and p["created"].endswith("Z")

@@ -1,0 +1,57 @@
+"""End-to-end steps shared by the CLI and notebooks, on a small two-split collection."""
+
+import json
+
+import pytest
+
+from rrfbench.results import PresetResult, SweepResult, load_result
+from rrfbench.workflows import preset_table, sweep_dataset, sweep_grid, tune_preset_on
+
+
+def test_sweep_dataset_holdout_writes_everything(mini_beir, tmp_path):
+    grid = sweep_grid(2, methods=("rrf", "convex"), k=(10, 60), weight_step=0.5,
+                      norms=("minmax", "tmm"), missing=("zero",))
+    res = sweep_dataset(str(mini_beir), ["bm25", "fts5"], grid=grid, out=tmp_path, progress=False)
+    r = res.result
+    assert isinstance(r, SweepResult) and r.protocol.kind == "holdout"
+    assert (r.protocol.tune_split, r.protocol.eval_split) == ("train", "test")
+    assert r.grid_size == len(grid) and r.tuned.n_queries == len(res.engines["test"].qids)
+    for f in ("best.json", "per_query.csv", "report.md", "sweep.parquet", "sweep_eval.parquet",
+              "heatmap_bm25_fts5.png", "k_curves.png", "win_loss.png", "methods.png"):
+        assert (tmp_path / f).exists(), f
+    assert load_result(tmp_path / "best.json") == r
+    report = (tmp_path / "report.md").read_text()
+    assert "tuned on split 'train', evaluated on split 'test'" in report
+    # applying the saved configuration reproduces the saved value
+    from rrfbench.evaluation import evaluate
+
+    cfg = r.config_obj()
+    runs = res.engines["test"].runs
+    assert evaluate(cfg.fuse(runs), res.engines["test"].qrels, [r.metric])[r.metric] == \
+        pytest.approx(r.tuned.value, abs=1e-12)
+
+
+def test_sweep_dataset_cv_and_lone_eval_split(mini_beir, tmp_path):
+    grid = sweep_grid(2, methods=("rrf",), k=(10, 60), weight_step=0.5)
+    cv = sweep_dataset(str(mini_beir), ["bm25", "fts5"], grid=grid, folds=3, write=False,
+                       progress=False).result
+    assert cv.protocol.kind == "cv" and cv.protocol.eval_split == "test" and len(cv.chosen_per_fold) == 3
+    lone = sweep_dataset(str(mini_beir), ["bm25", "fts5"], grid=grid, eval_split="test",
+                         write=False, progress=False).result
+    assert lone.protocol.kind == "holdout" and lone.protocol.tune_split == "train"
+    assert "default" in lone.protocol.reason  # not silently replaced: the reason is recorded
+
+
+def test_preset_tuning_uses_the_protocol_and_is_reused(mini_beir, results_root):
+    r = tune_preset_on(str(mini_beir), "ai-memory", progress=False)
+    assert isinstance(r, PresetResult) and r.protocol.kind == "holdout"
+    assert r.tuned.n_queries == len(r.per_query["qids"])
+    path = results_root / "mini" / "presets" / "ai-memory" / "best.json"
+    mtime = path.stat().st_mtime_ns
+    again = tune_preset_on(str(mini_beir), "ai-memory", progress=False)
+    assert again == r and path.stat().st_mtime_ns == mtime  # cache key matched: not recomputed
+    rows = preset_table(str(mini_beir), ["ai-memory"], progress=False)
+    assert rows == [r]
+    text = (results_root / "mini" / "report.md").read_text()
+    assert "ai-memory" in text and "Fidelity" in text
+    assert json.loads(path.read_text())["fidelity"]
