@@ -46,6 +46,7 @@ bench: $(VENV)/.dense-dev
 	$(BIN)/python benchmarks/bench_bm25.py
 	$(BIN)/python benchmarks/bench_fts5.py
 	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_suite.py
 	$(BIN)/python benchmarks/bench_dense.py
 
 ## regress: metric-regression check against results/baselines.json
@@ -60,7 +61,7 @@ mutate: $(VENV)/.dense-dev
 	$(PIP) "mutmut>=3.3"
 	rm -rf mutants
 	$(BIN)/mutmut run --max-children 2 || true
-	$(BIN)/mutmut results > results/mutation.txt || true
+	$(BIN)/mutmut results --all true > results/mutation.txt || true
 	$(BIN)/python benchmarks/mutation_score.py results/mutation.txt
 
 constraints: $(VENV)/.dense-dev

@@ -37,4 +37,4 @@ def export(result, fmt: str) -> str:
 __all__ = ["Dataset", "Run", "Qrels", "SweepResult", "PresetResult", "InputError",
            "RrfbenchError", "CoverageWarning", "ValidationWarning", "load_dataset", "retrieve",
            "evaluate", "evaluate_per_query", "coverage", "fuse", "score_fusion", "sweep",
-           "tune", "export", "load_result", "__version__"]
+           "tune", "sweep_suite", "tune_suite", "export", "load_result", "__version__"]

@@ -451,9 +451,11 @@ def demo(
     dataset: str = typer.Argument("scifact"),
     retriever: Annotated[list[str], typer.Option("-r", "--retriever")] = None,
     metric: str = "nDCG@10",
+    suite: Annotated[str, typer.Option(help="end with transfer across this suite ('none' to skip)")] = "en",
     progress: Annotated[bool, typer.Option(help="progress bars")] = True,
 ):
-    """The main job: retrieve, sweep (tuned and reported honestly), the studied systems.
+    """The main job: retrieve, sweep (tuned and reported honestly), the studied systems, and
+    transfer across the English collections (leave-one-collection-out).
 
     Prints the single retrievers, the tuned fusion vs baselines, the presets, and each stage's
     time; a second run reuses every cached run, embedding, sweep and preset tuning.
@@ -465,10 +467,25 @@ def demo(
     specs = retriever or list(DEFAULT_SPECS)
     for s in specs:
         parse_spec(s)
-    d = run_demo(dataset, specs, metric, progress=progress, log=_log)
+    d = run_demo(dataset, specs, metric, progress=progress,
+                 suite=None if suite.lower() == "none" else suite, log=_log)
     console.print(_table(f"{d.dataset}: single retrievers (depth 1000)", d.retrievers))
     _print_sweep(d.sweep.result, d.sweep.out)
     _print_presets(d.dataset, d.presets)
+    if d.suite is not None:
+        _print_transfer(d.suite.result, d.suite.out)
+        rows = []
+        for so in [d.suite] + list(d.suite_presets):
+            r = so.result
+            s = r.summary
+            rows.append({"family": r.family, "default": r.default["label"],
+                         "LOCO macro": s["macro"]["loco"], "default macro": s["macro"]["default"],
+                         "gain": s["gain"], "p (queries)": f"{s['p_value_queries']:.4g}",
+                         "p (collections)": f"{s['p_value_collections']:.4g}",
+                         "W/T/L": f"{s['wins']}/{s['ties']}/{s['losses']}",
+                         "verdict": r.verdict, "recommended": r.recommended["label"]})
+        console.print(_table(f"suite {d.suite.result.suite}: does tuning transfer? "
+                             "(leave-one-collection-out)", rows))
     console.print(_table("stage times (s)", [{"stage": k, "seconds": v} for k, v in d.stages.items()]))
     first = d.timing_log[0]["wall_s"]
     console.print(f"demo wall time: {d.stages['total']:.1f} s this run "

@@ -173,7 +173,7 @@ def make_grid(n_runs: int, methods=("rrf",), k=(60,), weights=None, depth=(None,
         if not (0 < weight_step <= 1) or abs(1 / weight_step - round(1 / weight_step)) > 1e-9:
             raise InputError(f"weight step: {weight_step!r} must divide 1 (e.g. 0.1, 0.25, 0.5)")
         wgrid = simplex_weights(n_runs, weight_step)
-        equal = tuple(round(1 / n_runs, 10) for _ in range(n_runs))
+        equal = tuple(1 / n_runs for _ in range(n_runs))
         if not any(np.allclose(w, equal) for w in wgrid):
             wgrid.append(equal)  # the RRF default (equal weights) is always on the grid
     else:

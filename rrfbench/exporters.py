@@ -34,19 +34,29 @@ def formats() -> tuple[str, ...]:
 
 def validation_line(result) -> str | None:
     """What the configuration was validated on, or ``None`` when that was several collections."""
-    collections = getattr(result, "collections", None)
-    if collections:
+    if result.kind == "transfer":
         return None
     return (f"validated on one collection only ({result.dataset}); not cross-validated on "
             "other collections: a default for unseen data needs a suite result "
             "(rrfbench sweep --suite)")
 
 
-def provenance_lines(result) -> list[str]:
+def provenance_lines(result, which: str = "recommended") -> list[str]:
     prov = result.provenance or {}
+    head = f"rrfbench {prov.get('rrfbench', '?')} (git {str(prov.get('git_commit', '?'))[:12]})"
+    if result.kind == "transfer":
+        s = result.summary
+        chosen = result.recommended if which == "recommended" else {"label": result.label}
+        return [head,
+                f"suite {result.suite}: {', '.join(result.collections)}; leave-one-collection-out "
+                f"validated ({result.objective}, rule {result.rule})",
+                f"verdict: {result.verdict}; LOCO macro {result.metric} {s['macro']['loco']:.4f} "
+                f"vs default {s['macro']['default']:.4f} (gain {s['gain']:+.4f}, p "
+                f"{s['p_value_queries']:.4f} over queries)",
+                f"exported: the {which} configuration ({chosen['label']})"]
     ev = result.tuned
     lines = [
-        f"rrfbench {prov.get('rrfbench', '?')} (git {str(prov.get('git_commit', '?'))[:12]})",
+        head,
         f"dataset {result.dataset} (fingerprint {result.fingerprint}); "
         f"{result.protocol.describe()}",
         f"{result.metric} = {ev.value:.4f} (95% CI {ev.ci95[0]:.4f}-{ev.ci95[1]:.4f})",
@@ -57,10 +67,16 @@ def provenance_lines(result) -> list[str]:
     return lines
 
 
-def constants(result) -> dict:
+def _config_of(result, which: str) -> dict:
+    if result.kind == "transfer" and which == "recommended":
+        return result.recommended["config"]
+    return result.config
+
+
+def constants(result, which: str = "recommended") -> dict:
     """The tuned values as a flat, format-neutral mapping."""
-    cfg = result.config
-    if result.kind == "preset":
+    cfg = _config_of(result, which)
+    if result.kind == "preset" or getattr(result, "preset", None):
         return {k: v for k, v in cfg.items() if k in result.knobs}
     runs = list(result.runs)
     out = {"method": cfg["method"]}
@@ -80,27 +96,32 @@ def constants(result) -> dict:
     return out
 
 
-def render(result, fmt: str, warn: bool = True) -> str:
-    """The text of ``result`` in format ``fmt`` (see module docstring)."""
+def render(result, fmt: str, warn: bool = True, which: str = "recommended") -> str:
+    """The text of ``result`` in format ``fmt`` (see module docstring).
+
+    For a suite result ``which`` picks the ``recommended`` configuration (the default when the
+    verdict is "no evidence that it transfers") or the ``config`` selected on all collections.
+    """
     from .presets import export_formats
 
     systems = export_formats()
     if fmt not in GENERIC and fmt not in systems:
         raise InputError(f"--to: unknown export format {fmt!r}; choose from "
                          f"{', '.join(GENERIC + tuple(systems))}")
-    prov = provenance_lines(result)
+    prov = provenance_lines(result, which)
     if warn and validation_line(result):
         warnings.warn(validation_line(result), ValidationWarning, stacklevel=2)
+    owner_name = getattr(result, "preset", None)
     if fmt in systems:
         owner = systems[fmt]
-        if result.kind != "preset" or result.preset != owner.name:
-            got = f"preset {result.preset!r}" if result.kind == "preset" else "a fusion sweep"
+        if owner_name != owner.name:
+            got = f"preset {owner_name!r}" if owner_name else "a free fusion result"
             raise InputError(f"--to {fmt} needs a result of `rrfbench tune DATASET --preset "
                              f"{owner.name}` (got {got}); a free fusion configuration may not "
                              "be expressible in that system's knobs")
-        return owner.exports[fmt](dict(result.config), prov)
+        return owner.exports[fmt](dict(owner.defaults() | _config_of(result, which)), prov)
     c = {k: num(v) if not isinstance(v, dict) else {a: num(b) for a, b in v.items()}
-         for k, v in constants(result).items()}
+         for k, v in constants(result, which).items()}
     header = comment_block("#", ["Tuned by rrfbench."] + prov)
     if fmt == "json":
         return json.dumps({**c, "_provenance": prov}, indent=2) + "\n"

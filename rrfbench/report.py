@@ -224,6 +224,18 @@ def transfer_section(r, plots: dict[str, str]) -> str:
               f"over collections (95% CI {s['gain_ci95_collections'][0]:+.4f} to "
               f"{s['gain_ci95_collections'][1]:+.4f}). Significant wins / ties / losses vs the "
               f"default: {s['wins']} / {s['ties']} / {s['losses']}.", ""]
+    if r.families:
+        lines += ["### Each fusion family on its own", "",
+                  "The same LOCO protocol with the grid restricted to one family (the default "
+                  "stays RRF k=60 with equal weights).", "",
+                  "| family | selected on all | LOCO macro | gain vs default | p (queries) | "
+                  "p (collections) | W/T/L | verdict |", "|---|---|---|---|---|---|---|---|"]
+        for fam, f in r.families.items():
+            lines.append(f"| {fam} | `{f['selected']}` | {f['macro_loco']:.4f} | "
+                         f"{f['gain']:+.4f} | {pval(f['p_value_queries'])} | "
+                         f"{pval(f['p_value_collections'])} | {f['wins']}/{f['ties']}/"
+                         f"{f['losses']} | {f['verdict']} |")
+        lines.append("")
     tm = r.transfer_matrix
     lines += ["### Transfer matrix", "",
               f"Tuned on the row's collection (its tuning split), evaluated on the column's "

@@ -158,6 +158,7 @@ class TransferResult:
     preset: str | None = None          # preset: its name
     knobs: dict = field(default_factory=dict)
     k_curves: dict = field(default_factory=dict)
+    families: dict = field(default_factory=dict)   # per fusion family: LOCO summary + verdict
     assumptions: tuple = ()
     provenance: dict = field(default_factory=dict)
     tests: dict = field(default_factory=dict)
@@ -203,7 +204,8 @@ def transfer_result(suite: str, colls: list[CollectionData], *, family: str, met
                     specs: Sequence[str] = (), preset: str | None = None,
                     knobs: dict | None = None,
                     k_curves: dict | None = None, provenance: dict | None = None,
-                    assumptions: Sequence[str] = ()) -> TransferResult:
+                    assumptions: Sequence[str] = (),
+                    families: dict[str, np.ndarray] | None = None) -> TransferResult:
     """The LOCO table, summary, verdict, transfer matrix and selections (module docstring)."""
     from .results import TESTS
 
@@ -302,6 +304,25 @@ def transfer_result(suite: str, colls: list[CollectionData], *, family: str, met
         if k_curves and c.name in k_curves.get("best_k", {}):
             row["best_rrf_k"] = k_curves["best_k"][c.name]
         chars.append(row)
+    fam_rows = {}
+    for fam, idx in (families or {}).items():
+        idx = np.asarray(idx)
+        if len(idx) < 2 or len(idx) == len(labels):
+            continue
+        sub = [CollectionData(c.name, c.protocol, c.T[idx], c.E[idx], c.default_T, c.default_E,
+                              c.eval_qids) for c in colls]
+        fr = transfer_result(suite, sub, family=fam, metric=metric,
+                             labels=[labels[i] for i in idx], configs=[configs[i] for i in idx],
+                             default=default, objective=objective, rule=rule,
+                             distances=None if distances is None else distances[idx])
+        fam_rows[fam] = {"selected": fr.label, "verdict": fr.verdict,
+                         "gain": fr.summary["gain"], "macro_loco": fr.summary["macro"]["loco"],
+                         "p_value_queries": fr.summary["p_value_queries"],
+                         "p_value_collections": fr.summary["p_value_collections"],
+                         "wins": fr.summary["wins"], "ties": fr.summary["ties"],
+                         "losses": fr.summary["losses"],
+                         "selected_per_collection": {r["collection"]: r["selected"]
+                                                     for r in fr.loco}}
     return TransferResult(
         suite=suite, collections=tuple(names), family=family, metric=metric,
         objective=objective, rule=rule,
@@ -312,7 +333,7 @@ def transfer_result(suite: str, colls: list[CollectionData], *, family: str, met
         transfer_matrix={"collections": names, "delta": delta.tolist(), "value": value.tolist()},
         characteristics=tuple(chars), grid_size=len(labels), runs=tuple(runs),
         specs=tuple(specs), per_collection=per_collection, preset=preset,
-        knobs=dict(knobs or {}), k_curves=dict(k_curves or {}),
+        knobs=dict(knobs or {}), k_curves=dict(k_curves or {}), families=fam_rows,
         assumptions=tuple(assumptions), provenance=dict(provenance or {}), tests=dict(TESTS) | {
             "p_value_queries": "randomisation test of the macro mean: sign flips of per-query "
                                "differences within each collection, 10000 resamples, seed 0",
@@ -474,6 +495,7 @@ def fusion_suite(suite: str, datasets_protocols: list, load: Callable, grid, met
         default={"config": {**default.to_json(), "label": default.label(names)},
                  "label": "RRF k=60, equal weights"},
         objective=objective, rule=rule, distances=dist, runs=names, specs=specs, k_curves=kc,
+        families={m: np.flatnonzero(tt.method.to_numpy() == m) for m in dict.fromkeys(tt.method)},
         provenance=provenance(suite=suite, collections=[ds.name for ds, _ in datasets_protocols],
                               fingerprints={ds.name: ds.fingerprint for ds, _ in datasets_protocols}),
         assumptions=[f"{c.name}: {c.protocol.describe()}" for c in colls])

@@ -243,6 +243,8 @@ class DemoOutcome:
     all_cached: bool
     out: Path
     timing_log: list[dict] = field(default_factory=list)
+    suite: SuiteOutcome | None = None
+    suite_presets: list = field(default_factory=list)
 
 
 def retriever_rows(dataset, specs: Sequence[str], splits: Sequence[str], engines: dict,
@@ -267,9 +269,12 @@ def retriever_rows(dataset, specs: Sequence[str], splits: Sequence[str], engines
 
 
 def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric: str = "nDCG@10",
-         progress: bool = True, log: Callable[[str], None] = _quiet) -> DemoOutcome:
+         progress: bool = True, suite: str | None = "en",
+         log: Callable[[str], None] = _quiet) -> DemoOutcome:
     """The main job: retrieve, sweep (tuned and reported honestly), the studied systems,
-    report.md; times each stage and appends the wall time to ``demo_timing.json``."""
+    then (with ``suite``) free fusion and every studied system tuned across the suite and
+    validated leave-one-collection-out; times each stage and appends the wall time to
+    ``demo_timing.json``."""
     from .engine import FusionEngine
     from .metrics import DEFAULT_METRICS, parse_metric
     from .report import retrievers_section, write_report
@@ -303,7 +308,15 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
                        progress=progress, log=log)
     t = stage("sweep, tune, report", t)
     presets = preset_table(ds, metric=metric, progress=progress, protocol=protocol, log=log)
-    stage("studied systems", t)
+    t = stage("studied systems", t)
+    suite_out, suite_presets = None, []
+    if suite:
+        from .presets import PRESETS
+
+        suite_out = sweep_suite(suite, specs, metric=metric, progress=progress, log=log)
+        suite_presets = [tune_preset_suite(suite, name, metric, progress=progress, log=log)
+                         for name in PRESETS]
+        stage(f"suite {suite}: transfer across collections", t)
     wall = time.perf_counter() - t0
     all_cached = all(r.cached for r in results.values())
     log_path = out / "demo_timing.json"
@@ -312,7 +325,8 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
                    "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     write_json(log_path, timing)
     stages["total"] = round(wall, 2)
-    return DemoOutcome(ds.name, rows, sw, presets, stages, all_cached, out, timing)
+    return DemoOutcome(ds.name, rows, sw, presets, stages, all_cached, out, timing, suite_out,
+                       suite_presets)
 
 
 # --------------------------------------------------------------------------- suites
@@ -422,7 +436,10 @@ def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: st
 
     result = replace(result, provenance={**result.provenance, "cache_key": key})
     if write:
-        from .report import write_transfer_outputs
+        from .report import transfer_section, write_report, write_transfer_outputs
 
-        write_transfer_outputs(result, out)
+        plots = write_transfer_outputs(result, out)
+        # the suite's report gathers every preset's LOCO table after the free-fusion one
+        write_report(transfer_dir(suite), {f"preset-{p.name}": transfer_section(
+            result, {k: f"presets/{p.name}/{v}" for k, v in plots.items()})})
     return SuiteOutcome(result, out if write else None)

@@ -55,3 +55,23 @@ def test_preset_tuning_uses_the_protocol_and_is_reused(mini_beir, results_root):
     text = (results_root / "mini" / "report.md").read_text()
     assert "ai-memory" in text and "Fidelity" in text
     assert json.loads(path.read_text())["fidelity"]
+
+
+def test_fuse_config_reproduces_a_holdout_result_and_export_warns(mini_beir, tmp_path, capsys):
+    from rrfbench.cli import main
+
+    grid = sweep_grid(2, methods=("rrf", "convex"), k=(10, 60), weight_step=0.5,
+                      norms=("minmax",), missing=("zero", "min"))
+    r = sweep_dataset(str(mini_beir), ["bm25", "fts5"], grid=grid, out=tmp_path,
+                      progress=False).result
+    with pytest.raises(SystemExit) as ei:
+        main(["fuse", str(mini_beir), "--config", str(tmp_path / "best.json"), "--json"])
+    assert ei.value.code == 0
+    got = json.loads(capsys.readouterr().out)["metrics"][r.metric]
+    assert got == pytest.approx(r.tuned.value, abs=1e-12)
+    with pytest.raises(SystemExit):
+        main(["export", str(tmp_path / "best.json"), "--to", "toml"])
+    cap = capsys.readouterr()
+    warn = [ln for ln in cap.err.splitlines() if ln.startswith("warning:")]
+    assert len(warn) == 1 and "validated on one collection only (mini)" in warn[0]
+    assert "# validated on one collection only (mini)" in cap.out
