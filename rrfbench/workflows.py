@@ -390,15 +390,46 @@ def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     grid = grid if grid is not None else sweep_grid(len(specs))
     metrics = [metric] + [m for m in DEFAULT_METRICS if m != metric]
     out = Path(out) if out else transfer_dir(suite)
+    key = _suite_key(members, specs, grid, metric, objective, rule, run_depth)
+    if write and (out / "best.json").exists():
+        try:
+            old = load_result(out / "best.json")
+            if getattr(old, "provenance", {}).get("cache_key") == key:
+                log(f"suite {suite}: reusing {out / 'best.json'} (runs, grid and code unchanged)")
+                return SuiteOutcome(old, out)
+        except InputError:
+            pass
     result, tables = fusion_suite(
         suite, members, lambda ds, split: load_runs(ds, specs, split, run_depth, log), grid,
         metric, metrics, out=out if write else None, progress=progress, objective=objective,
         rule=rule, specs=specs, log=log)
+    from dataclasses import replace
+
+    key = _suite_key(members, specs, grid, metric, objective, rule, run_depth)  # runs may be new
+    result = replace(result, provenance={**result.provenance, "cache_key": key})
     if write:
         from .report import write_transfer_outputs
 
         write_transfer_outputs(result, out)
     return SuiteOutcome(result, out if write else None, tables)
+
+
+def _suite_key(members, specs, grid, metric, objective, rule, run_depth) -> str:
+    """Changes whenever a run (its manifest), the grid, the protocol or the code changes."""
+    from . import engine, fusion, stats, transfer, tuning
+    from .retrievers import retriever_name, run_path
+    from .retrievers.base import read_manifest
+
+    manifests = [read_manifest(run_path(ds.name, split, retriever_name(spec)))
+                 for ds, p in members for split in sorted({p.tune_split, p.eval_split})
+                 for spec in specs]
+    blob = json.dumps({"specs": list(specs), "grid": [c.to_json() for c in grid],
+                       "metric": metric, "objective": objective, "rule": rule,
+                       "depth": run_depth, "protocols": [p.to_json() for _, p in members],
+                       "fingerprints": [ds.fingerprint for ds, _ in members],
+                       "code": _source_digest(engine, fusion, stats, transfer, tuning),
+                       "manifests": manifests}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: str = "macro",

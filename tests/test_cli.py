@@ -68,8 +68,17 @@ def test_console_script_is_installed():
     (["sweep", "cranfield", "--eval-split", "dev"], ["--eval-split: no split 'dev'"]),
     (["sweep", "cranfield", "--method", "rrf", "--k", "a,b"], ["--k: expected comma-separated"]),
     (["export", "/nonexistent/best.json", "--to", "json"], ["file not found"]),
-    (["fuse"], ["Missing argument 'dataset'"]),
     (["nosuchcommand"], ["No such command"]),
+    (["sweep"], ["give a DATASET or --suite NAME"]),
+    (["sweep", "cranfield", "--suite", "small"], ["give a DATASET or --suite NAME"]),
+    (["sweep", "--suite", "nope"], ["--suite: unknown suite 'nope'; known: en, small, zh"]),
+    (["sweep", "--suite", "small", "--objective", "median"], ["--objective: 'median' is not one of"]),
+    (["sweep", "--suite", "small", "--folds", "3"], ["a suite's splits come from"]),
+    (["sweep", "cranfield", "--rule", "1se"], ["use them with --suite"]),
+    (["tune", "--suite", "small"], ["--preset: give the studied system"]),
+    (["fuse", "cranfield", "--config", "/nonexistent.json"], ["file not found"]),
+    (["export", str(ROOT / "pyproject.toml"), "--to", "json"], ["not valid JSON"]),
+    (["export", str(ROOT / "results" / "baselines.json"), "--to", "json"], ["older rrfbench"]),
 ])
 def test_wrong_arguments_one_line_exit_2(args, needles):
     one_line_error(*console(*args)[::2], *needles)
@@ -163,12 +172,14 @@ OPTIONS = ["-r", "--retriever", "--split", "--depth", "--force", "-m", "--metric
            "--norm", "--missing", "-o", "--output", "--weight-step", "--per-run-k",
            "--tune-split", "--eval-split", "--folds", "--run-depth", "--out", "--no-progress",
            "-p", "--preset", "--set", "--prior", "--to", "--baselines", "--tolerance", "--update",
+           "--suite", "--objective", "--rule", "--config", "--which",
            "--help", "--bogus", "-x"]
 VALUES = ["0", "1", "-1", "2.5", "1e309", "nan", "inf", "abc", "", " ", "60,20", "1,2,3",
           "0.7,0.3", "all", "bm25", "fts5:phrase", "dense:cuda", "rank_bm25:jieba", "bm25:x",
           "ndcg@10", "bleu@4", "rrf", "convex", "minmax", "tmm", "zero", "test", "train",
           "top_k=abc", "k=2", "nexusai", "zeus", "json", "titan", "/nonexistent/x",
-          "/dev/null", "/bin/ls", "naïve", "日本語", "\u200b", "--", "-"]
+          "/dev/null", "/bin/ls", "naïve", "日本語", "\u200b", "--", "-", "small", "nope", "macro",
+          "1se", "recommended", str(ROOT / "pyproject.toml")]
 
 
 @st.composite
@@ -178,8 +189,10 @@ def argvs(draw, tiny_path, junk_path):
     # paths and names that fail before any work
     datasets = ["nosuchdataset", junk_path] + ([] if cmd in ("demo", "tune", "sweep", "regress")
                                                else [tiny_path])
-    # demo's dataset defaults to scifact: always give it one that fails fast
-    parts = [draw(st.sampled_from(datasets))] if cmd == "demo" or draw(st.booleans()) else []
+    # demo's dataset defaults to scifact, and --suite without a dataset would start a real
+    # suite sweep: the commands that take a dataset always get one (so --suite is refused)
+    takes_dataset = cmd in ("demo", "sweep", "tune", "retrieve", "fuse", "preset")
+    parts = [draw(st.sampled_from(datasets))] if takes_dataset or draw(st.booleans()) else []
     tokens = st.one_of(st.sampled_from(OPTIONS), st.sampled_from(VALUES + datasets),
                        st.text(max_size=8))
     parts += draw(st.lists(tokens, max_size=6))
