@@ -19,9 +19,32 @@ from .fusion import rrf as fuse
 from .fusion import score_fusion
 from .results import PresetResult, SweepResult, load_result
 from .runs import Qrels, Run
-from .workflows import retrieve
+from .workflows import retrieve, sweep_suite
 from .workflows import sweep_dataset as sweep
 from .workflows import tune_preset_on as tune
+from .workflows import tune_preset_suite as tune_suite
+
+
+def explain(runs, config, qid, qrels=None, top: int = 10):
+    """How one query's fused top ``top`` came about; see :func:`rrfbench.explanations.explain`."""
+    from .explanations import explain as _explain
+
+    return _explain(runs, config, qid, qrels, top)
+
+
+def compare(a, b, runs=None, qrels=None, metric: str = "nDCG@10"):
+    """Per-query deltas and paired tests of two configurations or saved results; see
+    :func:`rrfbench.explanations.compare`."""
+    from .explanations import compare as _compare
+
+    return _compare(a, b, runs, qrels, metric)
+
+
+def explore(dataset, runs=None, split: str = "test", best=None):
+    """A live fusion explorer widget for notebooks; see :mod:`rrfbench.explorer`."""
+    from .explorer import explore as _explore
+
+    return _explore(dataset, runs, split, best=best)
 
 
 def export(result, fmt: str) -> str:
@@ -37,4 +60,5 @@ def export(result, fmt: str) -> str:
 __all__ = ["Dataset", "Run", "Qrels", "SweepResult", "PresetResult", "InputError",
            "RrfbenchError", "CoverageWarning", "ValidationWarning", "load_dataset", "retrieve",
            "evaluate", "evaluate_per_query", "coverage", "fuse", "score_fusion", "sweep",
-           "tune", "sweep_suite", "tune_suite", "export", "load_result", "__version__"]
+           "tune", "sweep_suite", "tune_suite", "explain", "compare", "explore", "export",
+           "load_result", "__version__"]

@@ -103,6 +103,35 @@ def _per_run(option: str, values: list, n: int):
     return values
 
 
+def _with_options(specs, granularity, seed, hops) -> list[str]:
+    """Apply --granularity to fts5 specs and --seed/--hops to graph specs."""
+    from .retrievers import parse_spec
+
+    out = []
+    used = set()
+    for spec in specs:
+        kind = parse_spec(spec)[0]
+        if kind == "fts5" and granularity:
+            _choice("--granularity", granularity, ("doc", "span"))
+            spec += f";granularity={granularity}"
+            used.add("--granularity")
+        if kind == "graph":
+            if seed:
+                parse_spec(seed)
+                spec += f";seed={seed}"
+                used.add("--seed")
+            if hops is not None:
+                if hops < 1:
+                    raise InputError(f"--hops: {hops} must be >= 1")
+                spec += f";hops={hops}"
+                used.add("--hops")
+        out.append(spec)
+    for opt, val in (("--granularity", granularity), ("--seed", seed), ("--hops", hops)):
+        if val is not None and opt not in used:
+            raise InputError(f"{opt}: no retriever takes it (give -r fts5 or -r graph)")
+    return out
+
+
 def _one_of(dataset, suite) -> None:
     if bool(dataset) == bool(suite):
         raise InputError("give a DATASET or --suite NAME (one of the two)")
@@ -140,8 +169,15 @@ def retrieve(
     depth: Annotated[int, typer.Option(help="results per query")] = 1000,
     force: Annotated[bool, typer.Option("--force", help="Recompute even when cached.")] = False,
     metric: Annotated[list[str], typer.Option("-m", "--metric")] = None,
+    granularity: Annotated[str, typer.Option(help="fts5 retrievers: doc or span (sentences)")] = None,
+    seed: Annotated[str, typer.Option(help="graph retrievers: the retriever whose top results seed the walk")] = None,
+    hops: Annotated[int, typer.Option(help="graph retrievers: hops from the seeds")] = None,
 ):
-    """Retrieve (or reuse cached) runs and print their metrics."""
+    """Retrieve (or reuse cached) runs and print their metrics.
+
+    Spec options can also be written inline: ``-r 'fts5;granularity=span'``,
+    ``-r 'graph;seed=bm25;hops=1'``.
+    """
     from .evaluation import coverage, evaluate
     from .metrics import parse_metrics
     from .retrievers import parse_spec
@@ -149,7 +185,7 @@ def retrieve(
 
     _one_of(dataset, suite)
     metrics = [str(m) for m in parse_metrics(metric or ["nDCG@10", "R@100", "RR@10"])]
-    specs = retriever or ["bm25"]
+    specs = _with_options(retriever or ["bm25"], granularity, seed, hops)
     for s in specs:  # every spec checked before any work starts
         parse_spec(s)
     if suite:
@@ -520,6 +556,7 @@ def preset(
     prior: Annotated[Path, typer.Option(help="ai-memory PageAuthority prior: 'docid multiplier' lines")] = None,
     config: Annotated[Path, typer.Option("--config", help="apply tuned knob values from a best.json (rrfbench tune)")] = None,
     which: Annotated[str, typer.Option(help="with a suite result: config (selected) or recommended")] = "config",
+    streams: Annotated[str, typer.Option(help="default (two streams) or full (every stream rrfbench models for the system)")] = "default",
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ):
     """Evaluate a studied system as shipped (or with --set knob=value, or --config best.json)."""
@@ -537,14 +574,16 @@ def preset(
     pri = read_prior(prior) if prior else None
     ds = as_dataset(dataset)
     qrels = ds.qrels(split)
-    runs = preset_runs(p, ds, split)
-    fused = p.run(runs, params, limit=limit or None, prior=pri)
+    runs = preset_runs(p, ds, split, streams=streams)
+    queries = dict(zip(ds.queries.qid, ds.queries.text, strict=True))
+    fused = p.run(runs, params, limit=limit or None, prior=pri, queries=queries)
     scores = evaluate(fused, qrels, ["nDCG@10", "R@100", "RR@10"])
     cov = coverage(fused, qrels)
     fidelity = [f.to_json() for f in p.fidelity]
     unavailable = sorted(set(p.streams) - set(runs))
     if as_json:
-        print(json.dumps({"dataset": ds.name, "split": split, "preset": p.name, "params": params,
+        print(json.dumps({"dataset": ds.name, "split": split, "preset": p.name,
+                          "streams": {r: run.name for r, run in runs.items()}, "params": params,
                           "limit": p.limit_for(params, limit or None), "metrics": scores,
                           "coverage": cov.to_json(), "fidelity": fidelity,
                           "unavailable_streams": unavailable}))
@@ -637,6 +676,64 @@ def export(
         console.print(f"wrote {output}", highlight=False)
     else:
         sys.stdout.write(text)
+
+
+@app.command("explain")
+def explain_cmd(
+    dataset: str,
+    qid: str,
+    config: Annotated[Path, typer.Option("--config", help="a best.json: fusion sweep, suite, or preset result")] = None,
+    split: str = "test",
+    top: Annotated[int, typer.Option(help="rows: the fused top N")] = 10,
+    which: Annotated[str, typer.Option(help="with a suite result: config or recommended")] = "config",
+):
+    """Explain one query: per run its rank, score and contribution to the fused score."""
+    from .explanations import explain, explain_preset
+    from .presets import get_preset
+    from .results import load_result, specs_of
+    from .workflows import as_dataset, load_runs, preset_runs
+
+    if top < 1:
+        raise InputError(f"--top: {top} must be >= 1")
+    if config is None:
+        raise InputError("--config: give the best.json whose configuration to explain")
+    _choice("--which", which, ("config", "recommended"))
+    r = load_result(config)
+    ds = as_dataset(dataset)
+    qrels = ds.qrels(split)
+    owner = getattr(r, "preset", None)
+    if owner:
+        p = get_preset(owner)
+        params = r.config if which == "config" or r.kind != "transfer" else r.recommended["config"]
+        table = explain_preset(p, preset_runs(p, ds, split), qid, params, qrels)
+        label = f"{owner}: {params}"
+    else:
+        runs = load_runs(ds, specs_of(r), split, log=_log)
+        cfg = r.config_obj(which) if r.kind == "transfer" else r.config_obj()
+        table = explain(runs, cfg, qid, qrels, top)
+        label = cfg.label([x.name for x in runs])
+    text = ds.queries.set_index("qid").text.get(str(qid), "?")
+    rows = table.head(top if not owner else len(table)).to_dict("records")
+    rows = [{k: ("" if v is None or (isinstance(v, float) and v != v) else v)
+             for k, v in row.items()} for row in rows]
+    console.print(_table(f"{ds.name}/{split} query {qid} ({text[:80]}): {label}", rows))
+
+
+@app.command("compare")
+def compare_cmd(
+    a: Path,
+    b: Path,
+    movers: Annotated[int, typer.Option(help="queries that moved most, each way")] = 5,
+):
+    """Compare two saved results on the same queries: per-query deltas and paired tests."""
+    from .explanations import compare
+    from .results import load_result
+
+    rep = compare(load_result(a), load_result(b))
+    console.print(rep.summary(), highlight=False)
+    up, down = rep.movers(movers)
+    console.print(_table("a better", up.round(4).to_dict("records")))
+    console.print(_table("b better", down.round(4).to_dict("records")))
 
 
 @app.command()

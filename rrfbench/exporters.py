@@ -77,7 +77,8 @@ def constants(result, which: str = "recommended") -> dict:
     """The tuned values as a flat, format-neutral mapping."""
     cfg = _config_of(result, which)
     if result.kind == "preset" or getattr(result, "preset", None):
-        return {k: v for k, v in cfg.items() if k in result.knobs}
+        # a knob set to None is "off": left out, as the system's own config would leave it
+        return {k: v for k, v in cfg.items() if k in result.knobs and v is not None}
     runs = list(result.runs)
     out = {"method": cfg["method"]}
     if cfg["method"] == "rrf":

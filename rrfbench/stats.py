@@ -11,7 +11,26 @@ Identical inputs give p = 1; a fixed seed makes every number reproducible.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
+
+
+@lru_cache(maxsize=8)
+def _resample_index(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The bootstrap's resampling indices: a pure function of (n, resamples, seed), so it is
+    drawn once and reused (the live explorer recomputes CIs on every slider move)."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+    idx.flags.writeable = False
+    return idx
+
+
+@lru_cache(maxsize=8)
+def _sign_flips(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The randomisation test's sign flips, drawn once per (n, resamples, seed)."""
+    signs = np.random.default_rng(seed).choice(np.array([-1.0, 1.0]), size=(n_resamples, n))
+    signs.flags.writeable = False
+    return signs
 
 
 def bootstrap_ci(values, n_resamples: int = 10_000, alpha: float = 0.05, seed: int = 0):
@@ -19,9 +38,7 @@ def bootstrap_ci(values, n_resamples: int = 10_000, alpha: float = 0.05, seed: i
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return (0.0, 0.0)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, v.size, size=(n_resamples, v.size))
-    means = v[idx].mean(axis=1)
+    means = v[_resample_index(v.size, n_resamples, seed)].mean(axis=1)
     return (float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2)))
 
 
@@ -45,10 +62,9 @@ def permutation_test(a, b, n_resamples: int = 10_000, seed: int = 0) -> float:
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if d.size == 0 or np.allclose(d, 0.0):
         return 1.0
-    rng = np.random.default_rng(seed)
-    signs = rng.choice(np.array([-1.0, 1.0]), size=(n_resamples, d.size))
+    signs = _sign_flips(d.size, n_resamples, seed)
     observed = abs(d.mean())
-    null = np.abs((signs * d).mean(axis=1))
+    null = np.abs(signs @ d / d.size)
     return float((1 + np.sum(null >= observed - 1e-15)) / (n_resamples + 1))
 
 

@@ -367,7 +367,9 @@ def knob_distance(params: dict, shipped: dict, knobs) -> float:
         if k.fixed or k.name not in params:
             continue
         a, b = params[k.name], shipped[k.name]
-        if isinstance(k.default, bool):
+        if a is None or b is None:  # "off" vs a value: one step away
+            d += float(a is not b)
+        elif isinstance(k.default, bool):
             d += float(a != b)
         elif k.lo is not None and k.hi is not None and k.hi > k.lo:
             d += abs(float(a) - float(b)) / (k.hi - k.lo)

@@ -144,10 +144,24 @@ def sweep_dataset(dataset, specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
 
 
 # --------------------------------------------------------------------------- presets
-def preset_runs(preset, dataset, split: str, depth: int = 1000) -> dict[str, Run]:
-    """The cached rrfbench runs each stream of ``preset`` needs (retrieved when missing)."""
-    return {role: retrieve(dataset, spec, split, depth)
-            for role, spec in preset.roles_available().items()}
+def preset_runs(preset, dataset, split: str, depth: int = 1000,
+                streams: str = "default") -> dict[str, Run]:
+    """The cached rrfbench runs each stream of ``preset`` needs (retrieved when missing).
+
+    ``streams="full"`` uses every stream the system fuses that rrfbench models
+    (``preset.full_streams``: span FTS, entity match, graph expansion), instead of the default
+    two-stream form.
+    """
+    if streams not in ("default", "full"):
+        from .errors import choice
+
+        raise choice("--streams", streams, ("default", "full"))
+    specs = preset.roles_available()
+    if streams == "full":
+        if not preset.full_streams:
+            raise InputError(f"preset {preset.name!r} models no streams beyond its default ones")
+        specs = dict(preset.full_streams)
+    return {role: retrieve(dataset, spec, split, depth) for role, spec in specs.items()}
 
 
 def _source_digest(*modules) -> str:

@@ -43,10 +43,10 @@ def preset_best(name, config):
 
 NEXUS = preset_best("nexusai", {"semanticWeight": 1.5, "keywordWeight": 2.0, "RRF_K": 60})
 TITAN = preset_best("titan", {"k": 20, "vector_weight": 0.7, "fts_weight": 0.3, "minScore": 0.01,
-                              "dropoff": 0.0})
+                              "dropoff": None})
 ZEUS = preset_best("zeus", {"vector_weight": 0.8, "keyword_weight": 0.2, "top_k": 10,
                             "use_rerank": True, "bm25_available": True})
-AIMEM = preset_best("ai-memory", {"fts5": True, "vector": False, "k": 60})
+AIMEM = preset_best("ai-memory", {"vector": False, "entity_match": True, "graph": True, "k": 60})
 pytestmark = pytest.mark.filterwarnings("ignore::rrfbench.errors.ValidationWarning")
 
 
@@ -97,6 +97,8 @@ def test_nexusai_shapes():
 def test_titan_shape_includes_trims_when_tuned():
     opts = js_object(render(TITAN, "titan"))
     assert opts == {"fusion": {"k": 20, "weights": {"vector": 0.7, "fts": 0.3}}, "minScore": 0.01}
+    zero = preset_best("titan", TITAN.config | {"dropoff": 0.0})  # 0 is a setting, not "off"
+    assert js_object(render(zero, "titan"))["dropoff"] == 0
 
 
 def test_zeus_shapes():
@@ -108,7 +110,8 @@ def test_zeus_shapes():
 def test_aimemory_rust_consts():
     text = render(AIMEM, "ai-memory")
     consts = dict(re.findall(r"^pub const (\w+): \w+ = ([^;]+);$", text, re.M))
-    assert consts == {"RRF_K": "60.0", "STREAM_FTS5": "true", "STREAM_VECTOR": "false"}
+    assert consts == {"RRF_K": "60.0", "STREAM_VECTOR": "false", "STREAM_ENTITY_MATCH": "true",
+                      "STREAM_GRAPH": "true"}
     assert text.startswith("// Tuned by rrfbench.")
 
 

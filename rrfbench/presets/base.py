@@ -18,6 +18,7 @@ import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -39,21 +40,25 @@ class Knob:
     grid: tuple = ()
     fixed: bool = False
     integer: bool = False
+    optional: bool = False   # None means "off", a setting distinct from any number
     note: str = ""
 
     @property
     def kind(self) -> str:
         if isinstance(self.default, bool):
             return "true or false"
+        off = " or off" if self.optional else ""
         if self.integer:
-            return f"a whole number in [{self.lo:g}, {self.hi:g}]"
+            return f"a whole number in [{self.lo:g}, {self.hi:g}]{off}"
         if self.lo is not None:
-            return f"a number in [{self.lo:g}, {self.hi:g}]"
+            return f"a number in [{self.lo:g}, {self.hi:g}]{off}"
         return "a value"
 
     def parse(self, text: str):
         """A value from command-line text (``--set name=text``), checked."""
         t = text.strip()
+        if self.optional and t.lower() in ("off", "none", "null"):
+            return None
         if isinstance(self.default, bool):
             if t.lower() in ("true", "1", "yes", "on"):
                 value = True
@@ -70,6 +75,8 @@ class Knob:
         return value
 
     def check(self, value) -> None:
+        if value is None and self.optional:
+            return
         if isinstance(self.default, bool):
             if not isinstance(value, bool):
                 raise InputError(f"knob {self.name}: {value!r} is not {self.kind}")
@@ -102,9 +109,22 @@ class Fidelity:
         return {"item": self.item, "status": self.status, "note": self.note}
 
 
+class Hit(NamedTuple):
+    """One retrieved document of one stream: its id and the retriever's score."""
+
+    docid: str
+    score: float
+
+
 @dataclass
 class Preset:
-    """A studied system (subclass it in one module per system; see the package docstring)."""
+    """A studied system (subclass it in one module per system; see the package docstring).
+
+    The per-query pipeline is split in two hooks so that :meth:`explain_query` can show every
+    step: :meth:`contributions` (each stream's contribution to each candidate, in the order the
+    system first sees them) and :meth:`finish` (sorting, filters, cuts, multipliers: what the
+    system does to the fused list).
+    """
 
     name: str
     system: str
@@ -114,16 +134,30 @@ class Preset:
     default_limit: int = 10
     exports: dict[str, Callable] = field(default_factory=dict)  # format -> render(params, prov)
     extra_defaults: dict = field(default_factory=dict)  # settings that are not tuning knobs
+    full_streams: dict[str, str] = field(default_factory=dict)  # every stream, when modelled
 
     # -- the system's behaviour (override) --------------------------------------------------
     def depth(self, role: str, params: dict, limit: int) -> int:
         """Candidates the system asks the ``role`` retriever for."""
         return limit
 
-    def fuse_query(self, lists: dict[str, list[str]], params: dict, limit: int,
-                   prior: dict | None = None) -> list[tuple[str, float]]:
-        """One query: the retrievers' lists by role -> the system's ranked (docid, score)."""
+    def filter_hits(self, role: str, hits: list[Hit], params: dict) -> list[Hit]:
+        """A stream's own filter before fusion (e.g. a similarity threshold); ranks follow the
+        filtered list."""
+        return hits
+
+    def contributions(self, lists: dict[str, list[Hit]], params: dict, limit: int
+                      ) -> dict[str, dict[str, float]]:
+        """docid -> {role: contribution}, in the order the system first sees each document."""
         raise NotImplementedError
+
+    def finish(self, scores: dict[str, float], params: dict, limit: int,
+               prior: dict | None = None) -> tuple[list[tuple[str, float]], dict[str, str]]:
+        """The fused list after the system's sort, filters and cuts, and for each candidate
+        the stage that cut it (``"kept"`` for the survivors)."""
+        out = ranked(scores, "stable")
+        stage = {d: "kept" for d, _ in out[:limit]} | {d: "cut: limit" for d, _ in out[limit:]}
+        return out[:limit], stage
 
     def valid(self, params: dict) -> bool:
         """Whether a grid point is a configuration the system can have."""
@@ -137,7 +171,54 @@ class Preset:
         """The streams rrfbench can provide now (a system may fall back without one)."""
         return dict(self.streams)
 
+    def skips_query(self, text: str | None) -> bool:
+        """Whether the system returns nothing for this query text without searching."""
+        return False
+
     # -- shared -----------------------------------------------------------------------------
+    def fuse_query(self, lists: dict[str, list], params: dict, limit: int,
+                   prior: dict | None = None) -> list[tuple[str, float]]:
+        """One query: the streams' lists by role -> the system's ranked (docid, score)."""
+        lists = {role: [h if isinstance(h, Hit) else Hit(h, 0.0) for h in hits]
+                 for role, hits in lists.items()}
+        contribs = self.contributions(lists, params, limit)
+        scores = {d: sum(c.values()) for d, c in contribs.items()}
+        return self.finish(scores, params, limit, prior)[0]
+
+    def explain_query(self, lists: dict[str, list[Hit]], params: dict, limit: int,
+                      prior: dict | None = None) -> list[dict]:
+        """Every candidate of one query: per-stream rank and contribution, the fused score,
+        the final rank (``None`` when cut) and the stage that kept or cut it."""
+        contribs = self.contributions(lists, params, limit)
+        scores = {d: sum(c.values()) for d, c in contribs.items()}
+        final, stage = self.finish(scores, params, limit, prior)
+        final_rank = {d: i + 1 for i, (d, _) in enumerate(final)}
+        final_score = dict(final)
+        pos = {role: {h.docid: (i + 1, h.score) for i, h in enumerate(hits)}
+               for role, hits in lists.items()}
+        rows = []
+        for d, c in contribs.items():
+            row = {"docid": d, "final_rank": final_rank.get(d), "stage": stage.get(d, "kept"),
+                   "fused_score": scores[d], "final_score": final_score.get(d)}
+            for role in lists:
+                rank, raw = pos[role].get(d, (None, None))
+                row[f"{role}_rank"] = rank
+                row[f"{role}_score"] = raw
+                row[f"{role}_contrib"] = c.get(role, 0.0)
+            rows.append(row)
+        rows.sort(key=lambda r: (r["final_rank"] is None, r["final_rank"] or 0))
+        return rows
+
+    def query_lists(self, runs: dict[str, Run], qid: str, params: dict, limit: int
+                    ) -> dict[str, list[Hit]]:
+        """One query's lists by role, cut at the system's depth and filtered per stream."""
+        out = {}
+        for role, run in runs.items():
+            df = run.df[(run.df.qid == qid) & (run.df["rank"] <= self.depth(role, params, limit))]
+            hits = [Hit(d, float(s)) for d, s in zip(df.docid, df.score, strict=True)]
+            out[role] = self.filter_hits(role, hits, params)
+        return out
+
     def defaults(self) -> dict:
         return {k.name: k.default for k in self.knobs} | dict(self.extra_defaults)
 
@@ -181,25 +262,36 @@ class Preset:
         return out
 
     def run(self, runs: dict[str, Run], params: dict | None = None, limit: int | None = None,
-            prior: dict[str, float] | None = None, name: str | None = None) -> Run:
-        """The system's ranking for every query of ``runs`` (by role), as a Run."""
+            prior: dict[str, float] | None = None, name: str | None = None,
+            queries: dict[str, str] | None = None) -> Run:
+        """The system's ranking for every query of ``runs`` (by role), as a Run.
+
+        ``queries`` (qid -> text) lets a system refuse a query the way it would (titan returns
+        nothing for an empty or whitespace query).
+        """
         params = self.defaults() | (params or {})
         self.check(params)
         limit = self.limit_for(params, limit)
-        lists: dict[str, dict[str, list[str]]] = {}
+        lists: dict[str, dict[str, list[Hit]]] = {}
         for role, run in runs.items():
             cut = run.df[run.df["rank"] <= self.depth(role, params, limit)]
-            lists[role] = {q: g.docid.tolist() for q, g in cut.groupby("qid", sort=False)}
+            per_q = {}
+            for q, g in cut.groupby("qid", sort=False):
+                hits = [Hit(d, s) for d, s in zip(g.docid.tolist(), g.score.tolist(), strict=True)]
+                per_q[q] = self.filter_hits(role, hits, params)
+            lists[role] = per_q
         qids = sorted(set().union(*[set(v) for v in lists.values()])) if lists else []
         rows_q, rows_d, rows_s = [], [], []
         for q in qids:
-            ranked = self.fuse_query({role: lists[role].get(q, []) for role in lists}, params,
-                                     limit, prior)
-            if not ranked:
+            if queries is not None and self.skips_query(queries.get(q)):
                 continue
-            rows_q += [q] * len(ranked)
-            rows_d += [d for d, _ in ranked]
-            rows_s += list(order_to_scores([s for _, s in ranked]))
+            ranked_q = self.fuse_query({role: lists[role].get(q, []) for role in lists}, params,
+                                       limit, prior)
+            if not ranked_q:
+                continue
+            rows_q += [q] * len(ranked_q)
+            rows_d += [d for d, _ in ranked_q]
+            rows_s += list(order_to_scores([s for _, s in ranked_q]))
         df = pd.DataFrame({"qid": rows_q, "docid": rows_d, "score": rows_s})
         return Run(df, name or f"preset:{self.name}")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from ..literals import comment_block, js_value, num
-from .base import ASSUMED, EXACT, NOT_MODELLED, Fidelity, Knob, Preset, ranked
+from .base import ASSUMED, EXACT, NOT_MODELLED, Fidelity, Knob, Preset
 
 
 def _js_export(params: dict, prov: list[str]) -> str:
@@ -36,21 +36,21 @@ class NexusAI(Preset):
     def valid(self, params):
         return params["semanticWeight"] > 0 or params["keywordWeight"] > 0
 
-    def fuse_query(self, lists, params, limit, prior=None):
+    def contributions(self, lists, params, limit):
         k = 60
         sw, kw = float(params["semanticWeight"]), float(params["keywordWeight"])
-        semantic = lists.get("semantic", [])
-        keyword = lists.get("keyword", []) if kw != 0 else []  # keywordWeight 0: no FTS call
-        scores: dict[str, float] = {}
-        for i, d in enumerate(semantic):
-            scores[d] = sw / (k + i + 1)
-        for i, d in enumerate(keyword):
+        out: dict[str, dict[str, float]] = {}
+        for i, h in enumerate(lists.get("semantic", [])):
+            out[h.docid] = {"semantic": sw / (k + i + 1)}
+        if kw == 0:  # keywordWeight 0: the FTS call is skipped
+            return out
+        for i, h in enumerate(lists.get("keyword", [])):
             contrib = kw / (k + i + 1)
-            if d in scores:
-                scores[d] += contrib
-            elif contrib > 0:
-                scores[d] = contrib
-        return ranked(scores, "stable")[:limit]
+            if h.docid in out:
+                out[h.docid]["keyword"] = contrib
+            elif contrib > 0:  # the guard: FTS-only episodes never enter with score 0
+                out[h.docid] = {"keyword": contrib}
+        return out
 
 
 PRESET = NexusAI(

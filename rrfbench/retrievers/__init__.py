@@ -1,16 +1,25 @@
 """Retrievers behind one interface; :func:`make_retriever` builds one from a spec string.
 
-A spec is ``kind[:variant]``. Every variant is checked: an unknown one is refused with the list
-of those that exist, never silently replaced by the default.
+A spec is ``kind[:variant][;key=value]...``. Every variant and option is checked: an unknown one
+is refused with the list of those that exist, never silently replaced by the default.
 
-=============  =========================================================================
-kind           variants
-=============  =========================================================================
-``bm25``       (none)
-``fts5``       ``or_tokens`` (default), ``phrase``, ``and_tokens``
-``dense``      ``onnx-int8`` (default), ``onnx-int8-vnni``, ``onnx``, ``torch``
+=============  ===========================================  =======================================
+kind           variants                                     options
+=============  ===========================================  =======================================
+``bm25``       ``en`` (default: English stopwords,          ``k1``, ``b``
+               Snowball), ``jieba`` (Chinese segmentation)
+``fts5``       ``or_tokens`` (default), ``phrase``,         ``granularity=doc|span``, ``span``
+               ``and_tokens``, ``titan`` (titan's builder), (sentences or ``words`` N),
+               ``jieba``, ``trigram`` (FTS5's trigram       ``overlap``
+               tokenizer)
+``dense``      ``onnx-int8`` (default), ``onnx-int8-vnni``,
+               ``onnx``, ``torch``
 ``rank_bm25``  ``regex`` (default), ``jieba``
-=============  =========================================================================
+``entity``     (none)                                       ``min_len``
+``graph``      (none)                                       ``seed`` (a spec), ``hops``,
+                                                            ``graph=dense|bm25``, ``neighbours``,
+                                                            ``seed_limit``, ``direction=both|out``
+=============  ===========================================  =======================================
 """
 
 from __future__ import annotations
@@ -18,65 +27,89 @@ from __future__ import annotations
 from ..errors import InputError
 from .base import RunResult, cached_run, lib_versions, run_path
 
-# kind -> (default variant or None, allowed variants)
-VARIANTS: dict[str, tuple[str | None, tuple[str, ...]]] = {
-    "bm25": (None, ()),
-    "fts5": ("or_tokens", ("or_tokens", "phrase", "and_tokens")),
-    "dense": ("onnx-int8", ("onnx-int8", "onnx-int8-vnni", "onnx", "torch")),
-    "rank_bm25": ("regex", ("regex", "jieba")),
+# kind -> (default variant or None, allowed variants, allowed options)
+VARIANTS: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...]]] = {
+    "bm25": ("en", ("en", "jieba"), ("k1", "b")),
+    "fts5": ("or_tokens", ("or_tokens", "phrase", "and_tokens", "titan", "jieba", "trigram"),
+             ("granularity", "span", "words", "overlap")),
+    "dense": ("onnx-int8", ("onnx-int8", "onnx-int8-vnni", "onnx", "torch"), ()),
+    "rank_bm25": ("regex", ("regex", "jieba"), ()),
+    "entity": (None, (), ("min_len",)),
+    "graph": (None, (), ("seed", "hops", "graph", "neighbours", "seed_limit", "direction")),
 }
 KINDS = tuple(VARIANTS)
 _ALIASES = {"rank-bm25": "rank_bm25"}
 
 
-def parse_spec(spec: str) -> tuple[str, str | None]:
-    """``"fts5:phrase"`` -> ``("fts5", "phrase")``; raises :class:`InputError` for anything
-    that is not a known kind with a known variant."""
+def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
+    """``"fts5:titan;granularity=span"`` -> ``("fts5", "titan", {"granularity": "span"})``;
+    raises :class:`InputError` for anything that is not a known kind, variant or option."""
     if not isinstance(spec, str) or not spec.strip():
         raise InputError(f"retriever: {spec!r} is empty; known: {', '.join(KINDS)}")
-    kind, sep, variant = spec.strip().partition(":")
+    head, *opts = spec.strip().split(";")
+    kind, sep, variant = head.partition(":")
     kind = _ALIASES.get(kind, kind)
     if kind not in VARIANTS:
         raise InputError(f"retriever: unknown kind {kind!r} in {spec!r}; known: "
                          f"{', '.join(KINDS)} (with variants, e.g. fts5:phrase, "
                          "dense:torch, rank_bm25:jieba)")
-    default, allowed = VARIANTS[kind]
-    if not sep:
-        return kind, default
-    if variant not in allowed:
+    default, allowed, options = VARIANTS[kind]
+    if sep and variant not in allowed:
         have = ", ".join(f"{kind}:{v}" for v in allowed) if allowed else "none"
         raise InputError(f"retriever: {kind!r} has no variant {variant!r} (in {spec!r}); "
                          f"variants: {have}")
-    return kind, variant
+    parsed = {}
+    for opt in opts:
+        key, eq, value = opt.partition("=")
+        key = key.strip()
+        if not eq or key not in options:
+            raise InputError(f"retriever: {kind!r} has no option {opt!r} (in {spec!r}); "
+                             f"options: {', '.join(options) or 'none'}")
+        parsed[key] = value.strip()
+    return kind, (variant if sep else default), parsed
 
 
 def make_retriever(spec: str, **options):
-    """A retriever from ``kind[:variant]`` plus keyword options for its constructor."""
-    kind, variant = parse_spec(spec)
+    """A retriever from a spec (see the module docstring) plus keyword options."""
+    kind, variant, opts = parse_spec(spec)
     if kind == "bm25":
         from .bm25 import BM25Retriever
 
-        return BM25Retriever(**options)
+        return BM25Retriever(tokenizer=variant, **_numbers(opts, spec), **options)
     if kind == "fts5":
         from .fts5 import FTS5Retriever
 
-        return FTS5Retriever(query_builder=variant, **options)
+        return FTS5Retriever(variant=variant, **opts, **options)
     if kind == "dense":
         from .dense import DenseRetriever
 
         return DenseRetriever(**{"backend": variant, **options})
-    from .rank_bm25 import RankBM25Retriever
+    if kind == "rank_bm25":
+        from .rank_bm25 import RankBM25Retriever
 
-    return RankBM25Retriever(tokenizer=variant, **options)
+        return RankBM25Retriever(tokenizer=variant, **options)
+    if kind == "entity":
+        from .entity import EntityRetriever
+
+        return EntityRetriever(**_numbers(opts, spec), **options)
+    from .graph import GraphRetriever
+
+    return GraphRetriever(**opts, **options)
+
+
+def _numbers(opts: dict, spec: str) -> dict:
+    out = {}
+    for k, v in opts.items():
+        try:
+            out[k] = float(v) if "." in v else int(v)
+        except ValueError:
+            raise InputError(f"retriever: option {k}={v!r} in {spec!r} is not a number") from None
+    return out
 
 
 def retriever_name(spec: str) -> str:
     """The run name (file stem) a spec produces, without building the retriever."""
-    kind, variant = parse_spec(spec)
-    default = VARIANTS[kind][0]
-    if variant is None or variant == default or kind == "dense":
-        return kind
-    return f"{kind}-{variant}"
+    return make_retriever(spec).name
 
 
 __all__ = ["make_retriever", "retriever_name", "parse_spec", "cached_run", "RunResult",

@@ -52,6 +52,17 @@ def lib_versions(*packages: str) -> dict[str, str]:
     return out
 
 
+def locators_path(run_file: Path) -> Path:
+    """Span locators beside a cached run file: ``x.trec.gz`` -> ``x.locators.parquet``."""
+    return run_file.with_name(run_file.name.split(".")[0] + ".locators.parquet")
+
+
+def locators(run_file: Path) -> pd.DataFrame | None:
+    """The span locators (qid, docid, span_id, field, start, end) of a cached span run."""
+    p = locators_path(Path(run_file))
+    return pd.read_parquet(p) if p.exists() else None
+
+
 def table_path(run_file: Path) -> Path:
     """The parquet copy beside a cached run file: ``x.trec.gz`` -> ``x.parquet``."""
     return run_file.with_name(run_file.name.split(".")[0] + ".parquet")
@@ -146,5 +157,10 @@ def cached_run(retriever, dataset, split: str = "test", depth: int = 1000, force
     manifest.update(getattr(retriever, "last_stats", {}) or {})
     run.to_trec(path)
     run.to_parquet(table_path(path))
+    locs = getattr(retriever, "last_locators", None)
+    if locs is not None:  # span FTS: the winning span of each (query, document)
+        from ..store import write_parquet
+
+        write_parquet(locators_path(path), locs)
     write_text(manifest_path(path), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return RunResult(run, manifest, path, False)

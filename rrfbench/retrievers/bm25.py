@@ -1,7 +1,9 @@
 """BM25 on bm25s + PyStemmer (Lucene's BM25 by default: k1=1.2, b=0.75).
 
-Document text is ``title + " " + text``; tokens are bm25s's (lowercased words), minus English
-stopwords, Snowball-stemmed. bm25s precomputes every document's term scores into a sparse
+Document text is ``title + " " + text``. Tokenizers (the spec's variant): ``en`` (default:
+bm25s's lowercased words, minus English stopwords, Snowball-stemmed) and ``jieba`` (Chinese word
+segmentation with jieba; every token with a letter or digit kept, lowercased, no stopwords, no
+stemming: what a Chinese collection needs, where ``en`` sees whole sentences as one token). bm25s precomputes every document's term scores into a sparse
 matrix, so retrieval is a sparse sum and a top-k.
 
 Only matched documents enter a run: bm25s's ``retrieve(k)`` pads a query's list with
@@ -30,28 +32,55 @@ def _stemmer(language: str | None):
     return Stemmer.Stemmer(language)
 
 
+def jieba_segment(texts: list[str]) -> list[str]:
+    """Each text as jieba tokens (with a letter or digit) joined by spaces, lowercased."""
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return [" ".join(t for t in jieba.lcut(x.lower()) if any(c.isalnum() for c in t))
+            for x in texts]
+
+
 class BM25Retriever:
-    name = "bm25"
     score_floor = 0.0  # Lucene idf is positive: a matched document scores > 0
 
     def __init__(self, k1: float = 1.2, b: float = 0.75, method: str = "lucene",
-                 stopwords: str | None = "en", stemmer: str | None = "english"):
+                 stopwords: str | None = "en", stemmer: str | None = "english",
+                 tokenizer: str = "en"):
         if method not in BM25_METHODS:
             raise choice("bm25 method", method, BM25_METHODS)
+        if tokenizer not in ("en", "jieba"):
+            raise choice("bm25 tokenizer", tokenizer, ("en", "jieba"))
         self.k1, self.b, self.method = float(k1), float(b), method
+        self.tokenizer = tokenizer
+        if tokenizer == "jieba":
+            stopwords, stemmer = None, None
         self.stopwords, self.stemmer = stopwords, stemmer
+        self.name = "bm25" if tokenizer == "en" else f"bm25-{tokenizer}"
         self._index = None  # (fingerprint, bm25s.BM25, docids)
 
     def params(self) -> dict:
-        return {"k1": self.k1, "b": self.b, "method": self.method, "stopwords": self.stopwords,
-                "stemmer": self.stemmer, "text": "title + ' ' + text"}
+        out = {"k1": self.k1, "b": self.b, "method": self.method, "stopwords": self.stopwords,
+               "stemmer": self.stemmer, "text": "title + ' ' + text"}
+        if self.tokenizer != "en":
+            out["tokenizer"] = self.tokenizer
+        return out
 
     def versions(self) -> dict:
-        return lib_versions("bm25s", "PyStemmer")
+        out = lib_versions("bm25s", "PyStemmer")
+        if self.tokenizer == "jieba":
+            out.update(lib_versions("jieba"))
+        return out
 
     def tokenize(self, texts: list[str]) -> list[list[str]]:
         import bm25s
 
+        if self.tokenizer == "jieba":
+            return bm25s.tokenize(jieba_segment(texts), stopwords=None, stemmer=None,
+                                  token_pattern=r"(?u)\S+", return_ids=False,
+                                  show_progress=False)
         return bm25s.tokenize(texts, stopwords=self.stopwords, stemmer=_stemmer(self.stemmer),
                               return_ids=False, show_progress=False)
 
@@ -62,8 +91,13 @@ class BM25Retriever:
         if self._index is not None and self._index[0] == dataset.fingerprint:
             return self._index[1], self._index[2]
         model = bm25s.BM25(method=self.method, k1=self.k1, b=self.b)
-        corpus = bm25s.tokenize(dataset.doc_texts(), stopwords=self.stopwords,
-                                stemmer=_stemmer(self.stemmer), show_progress=False)
+        texts = dataset.doc_texts()
+        if self.tokenizer == "jieba":
+            corpus = bm25s.tokenize(jieba_segment(texts), stopwords=None, stemmer=None,
+                                    token_pattern=r"(?u)\S+", show_progress=False)
+        else:
+            corpus = bm25s.tokenize(texts, stopwords=self.stopwords,
+                                    stemmer=_stemmer(self.stemmer), show_progress=False)
         model.index(corpus, show_progress=False)
         docids = np.asarray(dataset.corpus.docid, dtype=object)
         self._index = (dataset.fingerprint, model, docids)

@@ -7,18 +7,32 @@ from rrfbench.presets import get_preset
 AIMEMORY = get_preset("ai-memory")
 
 
-def test_multiplier_after_fusion_and_stream_switches():
+def test_multiplier_after_fusion_clamped_and_stream_switches():
     lists = {"fts5": ["a", "b"], "vector": ["b", "a"]}
-    p = {"fts5": True, "vector": True, "k": 60}
+    p = {"vector": True, "k": 60}
     plain = AIMEMORY.fuse_query(lists, p, 10)
     assert plain[0][1] == pytest.approx(1 / 61 + 1 / 62)
     boosted = AIMEMORY.fuse_query(lists, p, 10, prior={"b": 1.5})
     assert boosted[0] == ("b", pytest.approx(1.5 * (1 / 61 + 1 / 62)))
+    clamped = AIMEMORY.fuse_query(lists, p, 10, prior={"b": 9.0, "a": 0.1})
+    assert dict(clamped) == pytest.approx({"b": 1.5 * (1 / 61 + 1 / 62), "a": 0.55 * (1 / 61 + 1 / 62)})
     only_fts = AIMEMORY.fuse_query(lists, p | {"vector": False}, 10)
     assert [d for d, _ in only_fts] == ["a", "b"]
 
 
+def test_candidate_depth_and_fts_always_on():
+    from rrfbench.errors import InputError
+    from rrfbench.presets.aimemory import candidate_limit
+
+    assert [candidate_limit(n) for n in (1, 5, 10, 100, 1000)] == [20, 20, 40, 400, 1300]
+    assert AIMEMORY.depth("vector", {}, 10) == 40
+    with pytest.raises(InputError, match="no knob 'fts5'"):
+        AIMEMORY.check({"fts5": False})
+    assert all(g["vector"] or True for g in AIMEMORY.grid()) and len(AIMEMORY.grid()) == 2
+
+
 def test_ties_by_docid_not_first_seen():
     # z (fts5 rank 1) and a (vector rank 1) tie; ai-memory breaks ties by page path, here docid
-    out = AIMEMORY.fuse_query({"fts5": ["z"], "vector": ["a"]}, {"fts5": True, "vector": True}, 10)
+    # reader.rs sorts ties by page path ascending; rrfbench's docid stands for the path
+    out = AIMEMORY.fuse_query({"fts5": ["z"], "vector": ["a"]}, {"vector": True}, 10)
     assert [d for d, _ in out] == ["a", "z"]

@@ -6,11 +6,13 @@ from rrfbench.presets import get_preset
 from rrfbench.presets.titan import dropoff_cut
 
 TITAN = get_preset("titan")
-P = {"k": 60, "vector_weight": 1.0, "fts_weight": 1.0, "minScore": 0.0, "dropoff": 0.0}
+P = {"k": 60, "vector_weight": 1.0, "fts_weight": 1.0, "minScore": None, "dropoff": None,
+     "overfetch": 3, "minSimilarity": None, "retriever_order": ("fts", "vector", "graph")}
 
 
 def test_dropoff_and_minscore():
     assert dropoff_cut([1.0, 0.9, 0.3, 0.25], 0.5) == 2  # largest drop 0.9 -> 0.3 (67%)
+    assert dropoff_cut([1.0, 0.9, 0.3, 0.25], None) == 4  # off
     assert dropoff_cut([1.0, 0.9, 0.3, 0.25], 0.7) == 4  # largest drop below threshold
     assert dropoff_cut([1.0, 0.01], 0.5) == 1  # the first result always stays
     lists = {"fts": ["a", "b", "c"], "vector": ["a", "d"]}
@@ -37,3 +39,42 @@ def test_weights_and_k():
                                 P | {"k": 10, "vector_weight": 0.7, "fts_weight": 0.3}, 10))
     assert out["a"] == pytest.approx(0.3 / 11 + 0.7 / 11)
     assert out["b"] == pytest.approx(0.7 / 12)
+
+
+def test_dropoff_zero_is_not_off():
+    """titan applies dropoff whenever it is set: 0 still cuts at the largest drop."""
+    scores = [1.0, 0.95, 0.5, 0.45]
+    assert dropoff_cut(scores, None) == 4
+    assert dropoff_cut(scores, 0.0) == 2
+    assert dropoff_cut([0.5, 0.5, 0.5], 0.0) == 3  # no positive drop: nothing is cut
+    lists = {"fts": ["a", "b", "c"], "vector": ["a", "d"]}
+    assert len(TITAN.fuse_query(lists, P | {"dropoff": 0.0}, 10)) == 1
+    assert len(TITAN.fuse_query(lists, P, 10)) == 4
+    assert len(TITAN.fuse_query(lists, P | {"minScore": 0.0}, 10)) == 4  # set, keeps all >= 0
+
+
+def test_retriever_order_is_a_setting():
+    tie = {"fts": ["z"], "vector": ["a"]}
+    assert [d for d, _ in TITAN.fuse_query(tie, P, 10)] == ["z", "a"]
+    flipped = P | {"retriever_order": ("vector", "fts", "graph")}
+    assert [d for d, _ in TITAN.fuse_query(tie, flipped, 10)] == ["a", "z"]
+    import pytest as _p
+
+    from rrfbench.errors import InputError
+
+    with _p.raises(InputError, match="retriever_order"):
+        TITAN.check(P | {"retriever_order": ("fts", "vector")})
+
+
+def test_overfetch_min_similarity_and_empty_query():
+    from rrfbench.runs import Run
+
+    assert TITAN.depth("fts", P, 10) == 30 and TITAN.depth("fts", P | {"overfetch": 5}, 10) == 50
+    vec = Run.from_dict({"q": {"a": 0.9, "b": 0.2, "c": 0.1}, "e": {"a": 0.9}}, "dense")
+    fts = Run.from_dict({"q": {"b": 3.0}, "e": {"a": 1.0}}, "fts5")
+    out = TITAN.run({"vector": vec, "fts": fts}, P | {"minSimilarity": 0.15},
+                    queries={"q": "some words", "e": "   "})
+    assert set(out.df.qid) == {"q"}  # the whitespace query returns nothing
+    q = out.df[out.df.qid == "q"]
+    assert set(q.docid) == {"a", "b"}  # c (similarity 0.1) dropped by minSimilarity
+    assert q.score.max() == pytest.approx(1 / 61 + 1 / 62)  # b: fts rank 1, vector rank 2

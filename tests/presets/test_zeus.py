@@ -33,3 +33,36 @@ def test_top_k_is_whole_number():
         ZEUS.parse_settings(["top_k=2.5"])
     with pytest.raises(InputError, match="'abc' is not a whole number"):
         ZEUS.parse_settings(["top_k=abc"])
+
+
+def test_limit_is_top_k_and_a_separate_limit_is_refused():
+    assert ZEUS.limit_for(P, None) == 5 and ZEUS.limit_for(P, 5) == 5
+    with pytest.raises(InputError, match="Zeus's result limit is top_k"):
+        ZEUS.limit_for(P, 10)
+
+
+def test_score_threshold_filters_vector_matches():
+    from rrfbench.presets.base import Hit
+
+    hits = [Hit("a", 0.9), Hit("b", 0.3)]
+    assert ZEUS.filter_hits("vector", hits, P | {"score_threshold": 0.5}) == [Hit("a", 0.9)]
+    assert ZEUS.filter_hits("keyword", hits, P | {"score_threshold": 0.5}) == hits
+    assert ZEUS.filter_hits("vector", hits, P | {"score_threshold": None}) == hits
+
+
+def test_multi_knowledge_base_fuses_per_base_then_merges():
+    from rrfbench.runs import Run
+
+    # base 0 holds a, b; base 1 holds c, d; each base has its own vector and BM25 lists
+    b0 = {"vector": Run.from_dict({"q": {"a": 0.9, "b": 0.5}}, "dense"),
+          "keyword": Run.from_dict({"q": {"b": 4.0}}, "bm25")}
+    b1 = {"vector": Run.from_dict({"q": {"c": 0.95, "d": 0.1}}, "dense"),
+          "keyword": Run.from_dict({"q": {"d": 9.0, "c": 1.0}}, "bm25")}
+    p = P | {"top_k": 3}
+    out = ZEUS.run_bases([b0, b1], p)
+    want = {"a": 0.6 / 60, "b": 0.6 / 61 + 0.4 / 60, "c": 0.6 / 60 + 0.4 / 61,
+            "d": 0.6 / 61 + 0.4 / 60}
+    top3 = sorted(want, key=lambda d: -want[d])[:3]
+    assert out.df.docid.tolist() == top3
+    # per-base fusion differs from one fused list over both bases' streams merged
+    assert len(out) == 3

@@ -115,3 +115,58 @@ def test_scifact_reference_numbers_and_raw_sqlite_equivalence(scifact, run_of):
 def test_unknown_builder():
     with pytest.raises(ValueError, match="fts5 query builder: .regex. is not one of"):
         FTS5Retriever("regex")
+
+
+def test_titan_builder_expected_values():
+    from rrfbench.retrievers.fts5 import build_titan, titan_tokens
+
+    assert titan_tokens("how do I do it?") == ["how", "do", "I", "do", "it"]
+    assert titan_tokens("C++ vs C#") == ["C", "vs", "C"]
+    assert titan_tokens("foo_bar baz") == ["foo_bar", "baz"]
+    assert build_titan("foo_bar baz") == '"foo_bar" OR "baz"'
+    assert build_titan("  ...  ") is None
+    # nexusAI's builder gives none, vs, and foo, bar, baz on the same messages
+    assert build_or_tokens("how do I do it?") is None
+    assert build_or_tokens("C++ vs C#") == '"vs"'
+    assert build_or_tokens("foo_bar baz") == '"foo" OR "bar" OR "baz"'
+
+
+def test_span_index_ranks_documents_by_best_span(tmp_path):
+    from rrfbench import load_dataset
+    from rrfbench.retrievers.fts5 import spans_of
+
+    d = tmp_path / "spans"
+    (d / "qrels").mkdir(parents=True)
+    (d / "corpus.jsonl").write_text(
+        '{"_id": "long", "title": "", "text": "Nothing here. Zebra zebra zebra stripes. Filler text."}\n'
+        '{"_id": "short", "title": "", "text": "A zebra. Stripes elsewhere in a long sentence about other things and more."}\n')
+    (d / "queries.jsonl").write_text('{"_id": "q", "text": "zebra stripes"}\n')
+    (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\tlong\t1\n")
+    ds = load_dataset(str(d))
+    r = FTS5Retriever(granularity="span")
+    run = r.retrieve(ds, ds.split_queries("test"), 10)
+    assert run.df.docid.tolist()[0] == "long"  # its best span holds both terms
+    assert run.df.docid.nunique() == len(run)  # one row per document (best span)
+    loc = r.last_locators.set_index("docid").loc["long"]
+    text = ds.corpus.set_index("docid").loc["long", "text"]
+    assert text[loc.start:loc.end] == "Zebra zebra zebra stripes." and loc.field == "text"
+    assert spans_of("a b c d e f g", "words", 3, 1) == [(0, 5), (4, 9), (8, 13)]
+    assert r.name == "fts5-span" and r.params()["granularity"] == "span"
+
+
+def test_chinese_tokenizers(tmp_path):
+    from rrfbench import load_dataset
+    from rrfbench.retrievers import make_retriever
+
+    d = tmp_path / "zh"
+    (d / "qrels").mkdir(parents=True)
+    (d / "corpus.jsonl").write_text('{"_id": "a", "title": "", "text": "北京是中国的首都"}\n'
+                                    '{"_id": "b", "title": "", "text": "上海是一个大城市"}\n')
+    (d / "queries.jsonl").write_text('{"_id": "q", "text": "中国的首都在哪里"}\n')
+    (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\ta\t1\n")
+    ds = load_dataset(str(d))
+    for spec in ("fts5:jieba", "fts5:trigram", "bm25:jieba"):
+        run = make_retriever(spec).retrieve(ds, ds.split_queries("test"), 10)
+        assert run.df.docid.tolist()[0] == "a", spec
+    plain = make_retriever("fts5").retrieve(ds, ds.split_queries("test"), 10)
+    assert len(plain) == 0  # unicode61 sees the whole sentence as one token: no match

@@ -1,0 +1,200 @@
+"""Per-query explanations and paired comparisons: "on which queries, and why".
+
+* :func:`explain` -> one row per document of a query's fused top N: its fused rank and score,
+  and for each run its rank, raw score, normalised score (score fusion) and contribution to the
+  fused score (the contributions sum to the fused score), the relevance grade when qrels are
+  given, and its rank in the best single run. For a studied system (preset) the rows also say
+  which stage kept, cut or reordered each candidate (depth, minScore, dropoff, limit, authority).
+* :func:`compare` -> per-query deltas between two configurations (or two saved results) on the
+  same queries, the queries that moved most each way, and the paired tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .runs import Qrels, Run
+
+
+def _as_config(config):
+    """A fusion Config from a Config, a result object, or a configuration dict."""
+    from .engine import Config
+
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, dict):
+        return Config.from_json(config)
+    if getattr(config, "kind", None) in ("sweep", "transfer") and not getattr(config, "preset", None):
+        return config.config_obj()
+    raise InputError(f"explain: {type(config).__name__} is not a fusion configuration")
+
+
+def best_single(runs, qrels: Qrels | None, metric: str = "nDCG@10") -> int:
+    """Index of the best single run on ``qrels`` (by ``metric``), else 0."""
+    if qrels is None or len(runs) == 1:
+        return 0
+    from .evaluation import evaluate_per_query
+
+    means = [evaluate_per_query(r, qrels, [metric])[metric].mean() for r in runs]
+    return int(np.argmax(means))
+
+
+def explain(runs, config, qid: str, qrels: Qrels | None = None, top: int = 10,
+            best: int | None = None) -> pd.DataFrame:
+    """How one query's fused top ``top`` came about (see the module docstring).
+
+    ``config`` is a fusion :class:`~rrfbench.engine.Config` (or a saved sweep/suite result, or
+    its ``config`` dict); for a preset use :func:`explain_preset`.
+    """
+    from .fusion import normalise, score_floors
+
+    cfg = _as_config(config)
+    runs = list(runs)
+    cfg.check(len(runs))
+    qid = str(qid)
+    one = [r.subset([qid]) for r in runs]
+    if not any(len(r) for r in one):
+        raise InputError(f"explain: query {qid!r} is in none of the runs")
+    fused = cfg.fuse(one).df.head(top)
+    best = best_single(runs, qrels) if best is None else best
+    out = pd.DataFrame({"docid": fused.docid.to_numpy(), "fused_rank": fused["rank"].to_numpy(),
+                        "fused_score": fused.score.to_numpy()})
+    if cfg.method != "rrf":
+        floors = score_floors(one, None, cfg.norm)
+    total = np.zeros(len(out))
+    present = np.zeros(len(out))
+    parts = {}
+    for i, run in enumerate(one):
+        df = run.df
+        depth = cfg.depth[i]
+        cut = df if depth is None else df[df["rank"] <= depth]
+        ranks = cut.set_index("docid")["rank"]
+        raw = df.set_index("docid")["score"]
+        out[f"{run.name}_rank"] = out.docid.map(ranks).astype("Int64")
+        out[f"{run.name}_score"] = out.docid.map(raw)
+        w = float(cfg.weights[i]) if cfg.method in ("rrf", "convex") else 1.0
+        inlist = out[f"{run.name}_rank"].notna().to_numpy()
+        if cfg.method == "rrf":
+            r = out[f"{run.name}_rank"].to_numpy(dtype=float, na_value=np.nan)
+            c = np.where(inlist & (w > 0), w / (cfg.k[i] + r - 1 + cfg.rank_base), 0.0)
+        else:
+            if w > 0 and len(cut):
+                norm = pd.Series(normalise(cut, cfg.norm, floors[i]).to_numpy(), index=cut.docid)
+                missing = float(norm.min()) if cfg.missing == "min" else 0.0
+            else:
+                norm, missing = pd.Series(dtype=float), 0.0
+            nv = out.docid.map(norm).to_numpy(dtype=float)
+            out[f"{run.name}_norm"] = nv
+            c = np.where(inlist, w * nv, w * missing) if w > 0 else np.zeros(len(out))
+            present += inlist & (w > 0)
+        parts[run.name] = c
+        total += c
+    if cfg.method == "combmnz":
+        for name in parts:
+            parts[name] = parts[name] * present
+    for name, c in parts.items():
+        out[f"{name}_contrib"] = c
+    out["contrib_sum"] = sum(parts.values())
+    if qrels is not None:
+        grades = qrels.df[qrels.df.qid == qid].set_index("docid")["relevance"]
+        out["relevance"] = out.docid.map(grades).fillna(0).astype(int)
+    full = runs[best].subset([qid]).df.set_index("docid")["rank"]
+    out["best_single"] = runs[best].name
+    out["best_single_rank"] = out.docid.map(full).astype("Int64")
+    return out
+
+
+def explain_preset(preset, runs: dict[str, Run], qid: str, params: dict | None = None,
+                   qrels: Qrels | None = None, limit: int | None = None,
+                   prior: dict | None = None) -> pd.DataFrame:
+    """A studied system's view of one query: every candidate it saw, its contribution per
+    stream, and the stage that kept or cut it (see :meth:`Preset.explain_query`)."""
+    params = preset.defaults() | (params or {})
+    preset.check(params)
+    limit = preset.limit_for(params, limit)
+    lists = preset.query_lists(runs, str(qid), params, limit)
+    rows = preset.explain_query(lists, params, limit, prior)
+    df = pd.DataFrame(rows)
+    if qrels is not None and len(df):
+        grades = qrels.df[qrels.df.qid == str(qid)].set_index("docid")["relevance"]
+        df["relevance"] = df.docid.map(grades).fillna(0).astype(int)
+    return df
+
+
+# --------------------------------------------------------------------------- compare
+@dataclass(frozen=True)
+class ComparisonReport:
+    """Per-query deltas of ``a`` - ``b`` and the paired tests on them."""
+
+    table: pd.DataFrame          # qid, a, b, delta (sorted by qid)
+    metric: str
+    label_a: str
+    label_b: str
+    mean_a: float
+    mean_b: float
+    delta: float
+    ci95: tuple                  # bootstrap CI of the mean delta
+    p_value: float               # paired randomisation test
+    p_value_t: float             # paired t-test
+    wins: int
+    losses: int
+    ties: int
+
+    def movers(self, n: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The ``n`` queries that moved most up (a better) and most down."""
+        t = self.table
+        return t.nlargest(n, "delta"), t.nsmallest(n, "delta")
+
+    def summary(self) -> str:
+        return (f"{self.label_a} vs {self.label_b} on {len(self.table)} queries: {self.metric} "
+                f"{self.mean_a:.4f} vs {self.mean_b:.4f} (delta {self.delta:+.4f}, 95% CI "
+                f"{self.ci95[0]:+.4f} to {self.ci95[1]:+.4f}; p = {self.p_value:.4g} "
+                f"randomisation, {self.p_value_t:.4g} t-test); {self.wins} wins, {self.losses} "
+                f"losses, {self.ties} ties")
+
+
+def _per_query(x, runs, qrels, metric, name):
+    """(qids, values, label) of a configuration on ``runs``/``qrels``, or of a saved result."""
+    from .evaluation import evaluate_per_query
+
+    if hasattr(x, "per_query") and getattr(x, "kind", "") in ("sweep", "preset"):
+        pq = x.per_query
+        if not pq or "qids" not in pq:
+            raise InputError(f"compare: {name} holds no per-query values")
+        label = x.label if x.kind == "sweep" else f"{x.preset} tuned"
+        return list(map(str, pq["qids"])), np.asarray(pq["tuned"], float), label, x.metric
+    if runs is None or qrels is None:
+        raise InputError(f"compare: {name} is a configuration; pass runs= and qrels=")
+    cfg = _as_config(x)
+    pq = evaluate_per_query(cfg.fuse(list(runs)), qrels, [metric])
+    return list(pq.index), pq[metric].to_numpy(), cfg.label([r.name for r in runs]), metric
+
+
+def compare(a, b, runs=None, qrels: Qrels | None = None, metric: str = "nDCG@10"
+            ) -> ComparisonReport:
+    """Paired comparison of two configurations (with ``runs`` and ``qrels``) or two saved
+    results on the same queries."""
+    from .stats import bootstrap_ci, paired_t, permutation_test
+
+    qa, va, la, ma = _per_query(a, runs, qrels, metric, "a")
+    qb, vb, lb, mb = _per_query(b, runs, qrels, metric, "b")
+    if ma != mb:
+        raise InputError(f"compare: the results use different metrics ({ma} vs {mb})")
+    if qa != qb:
+        common = sorted(set(qa) & set(qb))
+        if not common:
+            raise InputError("compare: the two share no queries")
+        ia, ib = {q: i for i, q in enumerate(qa)}, {q: i for i, q in enumerate(qb)}
+        va = np.array([va[ia[q]] for q in common])
+        vb = np.array([vb[ib[q]] for q in common])
+        qa = common
+    d = va - vb
+    table = pd.DataFrame({"qid": qa, "a": va, "b": vb, "delta": d})
+    lo, hi = bootstrap_ci(d)
+    return ComparisonReport(table, ma, la, lb, float(va.mean()), float(vb.mean()),
+                            float(d.mean()), (lo, hi), permutation_test(va, vb), paired_t(va, vb),
+                            int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum()))

@@ -1,0 +1,42 @@
+"""The explorer widget, driven from Python: its numbers are fuse + evaluate's."""
+
+import numpy as np
+import pytest
+
+from tests.conftest import needs_cranfield
+
+pytest.importorskip("ipywidgets")
+
+
+@needs_cranfield
+def test_widget_numbers_equal_fuse_and_evaluate(cranfield, run_of):
+    from rrfbench.evaluation import evaluate
+    from rrfbench.explorer import Explorer
+    from rrfbench.stats import bootstrap_ci
+
+    runs = [run_of(cranfield, s) for s in ("bm25", "fts5", "dense")]
+    ex = Explorer(cranfield, runs)
+    qrels = cranfield.qrels("test")
+    rng = np.random.default_rng(0)
+    for i in range(20):
+        method = ["rrf", "convex", "combsum", "combmnz"][i % 4]
+        settings = {"method": method, "weights": list(np.round(rng.random(3), 2) + 0.05),
+                    "metric": ["nDCG@10", "R@100", "RR@10"][i % 3]}
+        if method == "rrf":
+            settings["k"] = float(10 ** rng.uniform(0, 3))
+            settings["depth"] = int(rng.choice([0, 10, 100, 500]))
+        else:
+            settings["norm"] = ["minmax", "zscore", "tmm"][i % 3]
+            settings["missing"] = ["zero", "min"][i % 2]
+        ex.set(**settings)
+        v = ex.values()
+        ref = evaluate(v["config"].fuse(runs), qrels, [v["metric"]])[v["metric"]]
+        assert v["value"] == pytest.approx(ref, abs=1e-12), settings
+        assert v["ci95"] == bootstrap_ci(v["per_query"])
+    assert f"{v['value']:.4f}" in ex.out_summary.value  # what the cell shows
+    ex.set(method="rrf", k=60, weights=[1, 1, 1], depth=0)
+    assert ex.values()["delta_rrf60"] == pytest.approx(0.0, abs=1e-12)
+    ex.set(query=qrels.qids[0])
+    assert "contrib" in ex.out_explain.value
+    bundle = ex._repr_mimebundle_()
+    assert "rrfbench explorer" in bundle["text/html"] and "application/vnd.jupyter.widget-view+json" in bundle
