@@ -34,7 +34,6 @@ def test_raising_and_sleeping_retrievers_degrade():
 
 
 def test_degradation_study(tiny_beir):
-    from rrfbench import load_dataset
     from rrfbench.runs import Qrels, Run
 
     qrels = Qrels.from_dict({f"q{i}": {"a": 1} for i in range(10)})
