@@ -379,10 +379,21 @@ def grid_hash(engine: FusionEngine, configs: list[Config]) -> str:
 
 
 def run_sweep(engine: FusionEngine, configs: list[Config], out: str | Path | None = None,
-              chunk_size: int = 256, progress: bool = True, name: str = "sweep") -> pd.DataFrame:
-    """Evaluate ``configs``; with ``out``, write ``out/<name>.parquet`` resumably (see module doc)."""
-    if out is None:
+              chunk_size: int = 256, progress: bool = True, name: str = "sweep",
+              client=None, on_chunk=None) -> pd.DataFrame:
+    """Evaluate ``configs``; with ``out``, write ``out/<name>.parquet`` resumably (see module doc).
+
+    With a ``dask.distributed`` ``client``, chunks run as Dask tasks on its workers and this
+    process alone writes them (see :mod:`rrfbench.distributed`); the table is the same.
+    ``on_chunk(index)`` is called after each chunk is written (progress hooks, tests).
+    """
+    if out is None and client is None:
         return engine.table(configs)
+    if out is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            return run_sweep(engine, configs, tmp, chunk_size, progress, name, client, on_chunk)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     final = out / f"{name}.parquet"
@@ -404,11 +415,19 @@ def run_sweep(engine: FusionEngine, configs: list[Config], out: str | Path | Non
                  for i in range(n_chunks) if i not in set(todo))
     bar = progress_bar(total=len(configs), desc=f"{name}: {len(configs)} configurations",
                        unit="cfg", initial=done_n, enabled=progress and bool(todo))
-    for i in todo:
-        chunk = configs[i * chunk_size:(i + 1) * chunk_size]
-        table = engine.table(chunk, start_id=i * chunk_size).assign(grid_hash=h)
+    if client is not None:
+        from .distributed import submit_chunks
+
+        chunks = [(i, configs[i * chunk_size:(i + 1) * chunk_size], i * chunk_size) for i in todo]
+        finished = submit_chunks(client, engine, chunks, h)
+    else:
+        finished = ((i, engine.table(configs[i * chunk_size:(i + 1) * chunk_size],
+                                     start_id=i * chunk_size).assign(grid_hash=h)) for i in todo)
+    for i, table in finished:
         write_parquet(parts / f"chunk-{i:05d}.parquet", table)
-        bar.update(len(chunk))
+        bar.update(len(table))
+        if on_chunk is not None:
+            on_chunk(i)
         if delay:
             import time
 

@@ -13,7 +13,8 @@ kind           variants                                     options
                ``jieba``, ``trigram`` (FTS5's trigram       ``overlap``
                tokenizer)
 ``dense``      ``onnx-int8`` (default), ``onnx-int8-vnni``,
-               ``onnx``, ``torch``
+               ``onnx``, ``torch``, ``ann`` (FAISS HNSW
+               over the default backend's embeddings)
 ``rank_bm25``  ``regex`` (default), ``jieba``
 ``entity``     (none)                                       ``min_len``
 ``graph``      (none)                                       ``seed`` (a spec), ``hops``,
@@ -32,7 +33,7 @@ VARIANTS: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...]]] = {
     "bm25": ("en", ("en", "jieba"), ("k1", "b")),
     "fts5": ("or_tokens", ("or_tokens", "phrase", "and_tokens", "titan", "jieba", "trigram"),
              ("granularity", "span", "words", "overlap")),
-    "dense": ("onnx-int8", ("onnx-int8", "onnx-int8-vnni", "onnx", "torch"), ()),
+    "dense": ("onnx-int8", ("onnx-int8", "onnx-int8-vnni", "onnx", "torch", "ann"), ()),
     "rank_bm25": ("regex", ("regex", "jieba"), ()),
     "entity": (None, (), ("min_len",)),
     "graph": (None, (), ("seed", "hops", "graph", "neighbours", "seed_limit", "direction")),

@@ -39,6 +39,7 @@ from ..store import cache_dir, write_json, write_npy
 from .base import lib_versions
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+SHARD_SIZE = 4096
 DEFAULT_BACKEND = "onnx-int8"
 BACKENDS = ("onnx-int8", "onnx-int8-vnni", "onnx", "torch")
 
@@ -102,18 +103,58 @@ def apply_prefix(texts: list[str], prefix: str, role: str, model_prompts: dict) 
     return [prefix + t for t in texts] if prefix else list(texts), None
 
 
-def topk_cosine(queries: np.ndarray, docs: np.ndarray, k: int, block: int = 16384):
+class EmbeddingShards:
+    """Corpus embeddings kept as memory-mapped ``.npy`` shards, in corpus order."""
+
+    def __init__(self, paths: list[Path]):
+        self.parts = [np.load(p, mmap_mode="r") for p in paths]
+        n = sum(len(p) for p in self.parts)
+        dim = self.parts[0].shape[1] if self.parts else 0
+        self.shape = (n, dim)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def blocks(self, size: int):
+        """(start, block) pairs of at most ``size`` rows, read shard by shard."""
+        start = 0
+        for part in self.parts:
+            for a in range(0, len(part), size):
+                yield start + a, np.asarray(part[a:a + size], dtype=np.float32)
+            start += len(part)
+
+    def __array__(self, dtype=None, copy=None):
+        out = np.concatenate([np.asarray(p) for p in self.parts]) if self.parts else \
+            np.zeros((0, 0), np.float32)
+        return out.astype(dtype) if dtype is not None else out
+
+
+def _blocks(docs, size: int):
+    if isinstance(docs, EmbeddingShards):
+        yield from docs.blocks(size)
+    else:
+        for start in range(0, len(docs), size):
+            yield start, docs[start:start + size]
+
+
+def topk_cosine(queries: np.ndarray, docs, k: int, block: int = 16384,
+                query_block: int = 1024):
     """Exact top-``k`` of ``queries @ docs.T`` per row: (indices, scores), best first.
 
-    Processes the corpus ``block`` documents at a time, keeping a running top-k, so the full
-    n_q x n_d matrix is never held.
+    Queries ``query_block`` at a time against the corpus ``block`` documents at a time (``docs``
+    may be memory-mapped shards), keeping a running top-k: memory stays bounded by
+    query_block x block however large the corpus; the full n_q x n_d matrix is never held.
     """
     nq, nd = len(queries), len(docs)
+    if nq > query_block:
+        parts = [topk_cosine(queries[a:a + query_block], docs, k, block, query_block)
+                 for a in range(0, nq, query_block)]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     k = min(k, nd)
     best_i = np.zeros((nq, 0), dtype=np.int64)
     best_s = np.zeros((nq, 0), dtype=np.float32)
-    for start in range(0, nd, block):
-        s = queries @ docs[start:start + block].T
+    for start, chunk in _blocks(docs, block):
+        s = queries @ chunk.T
         kk = min(k, s.shape[1])
         part = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
         cand_s = np.concatenate([best_s, np.take_along_axis(s, part, 1)], axis=1)
@@ -137,9 +178,19 @@ class DenseRetriever:
     def __init__(self, model: str = DEFAULT_MODEL, backend: str = DEFAULT_BACKEND,
                  max_seq_length: int | None = None, batch_size: int = 32,
                  query_prefix: str | None = None, doc_prefix: str | None = None,
-                 show_progress: bool = True):
+                 show_progress: bool = True, ann: str | None = None, hnsw_m: int = 32,
+                 ef_construction: int = 200, ef_search: int = 256):
+        if backend == "ann":  # `dense:ann`: the default backend, searched approximately
+            backend, ann = DEFAULT_BACKEND, ann or "hnsw"
         if backend not in BACKENDS:
             raise choice("dense backend", backend, BACKENDS)
+        if ann not in (None, "hnsw"):
+            raise choice("dense ann", ann, ("hnsw",))
+        self.ann = ann
+        self.hnsw = {"M": int(hnsw_m), "efConstruction": int(ef_construction),
+                     "efSearch": int(ef_search)}
+        if ann:
+            self.name = "dense-ann"
         self.model_name, self.backend = model, backend
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
         profile = MODEL_PROFILES.get(model, {"query_prefix": "", "doc_prefix": ""})
@@ -153,10 +204,14 @@ class DenseRetriever:
         backend = self.backend
         if backend.startswith("onnx-int8"):
             backend = f"onnx-int8 ({quantization_config(backend)})"
-        return {"model": self.model_name, "backend": backend,
-                "max_seq_length": self.effective_max_seq_length(),
-                "query_prefix": self.query_prefix, "doc_prefix": self.doc_prefix,
-                "text": "title + ' ' + text", "similarity": "cosine (normalised dot)"}
+        out = {"model": self.model_name, "backend": backend,
+               "max_seq_length": self.effective_max_seq_length(),
+               "query_prefix": self.query_prefix, "doc_prefix": self.doc_prefix,
+               "text": "title + ' ' + text", "similarity": "cosine (normalised dot)",
+               "corpus_encoding": f"shards of {SHARD_SIZE} documents, one encode call each"}
+        if self.ann:
+            out["search"] = {"index": "faiss IndexHNSWFlat (inner product)", **self.hnsw}
+        return out
 
     def versions(self) -> dict:
         return lib_versions("sentence-transformers", "torch", "onnxruntime", "transformers")
@@ -249,32 +304,109 @@ class DenseRetriever:
 
     # -- corpus embeddings cache ------------------------------------------------------------
     def embeddings_path(self, dataset) -> Path:
-        key = json.dumps({"model": self.model_name, "backend": self.params()["backend"],
+        key = json.dumps({"model": self.model_name, "backend": self.embedding_params()["backend"],
                           "fingerprint": dataset.fingerprint, "text": "title + ' ' + text",
                           "max_seq_length": self.effective_max_seq_length(),
                           "doc_prefix": self.doc_prefix}, sort_keys=True)
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         return cache_dir() / "embeddings" / f"{dataset.name}-{digest}.npy"
 
-    def corpus_embeddings(self, dataset) -> np.ndarray:
-        path = self.embeddings_path(dataset)
+    def shard_dir(self, dataset) -> Path:
+        """Folder of the corpus embeddings as shards (``shard-00000.npy``...)."""
+        return self.embeddings_path(dataset).with_suffix(".shards")
+
+    def corpus_embeddings(self, dataset, client=None, shard_size: int = SHARD_SIZE,
+                          on_shard=None):
+        """The corpus embeddings, computed once per machine.
+
+        Encoded in shards of ``shard_size`` documents, each written atomically as soon as it
+        is done (on a Dask ``client``'s workers when given, the model loaded once per worker),
+        so an interrupted encoding resumes from the finished shards; read back memory-mapped
+        (:class:`EmbeddingShards`).
+
+        The shards are fixed ranges of the corpus, each encoded in one call: int8 dynamic
+        quantisation and sentence-transformers' length-sorted batching make an embedding depend
+        slightly on the texts encoded with it, so the shard layout is part of the recipe (and of
+        the cache key), and an in-process, a resumed and a Dask encoding give the same numbers.
+        """
+        folder = self.shard_dir(dataset)
+        texts = dataset.doc_texts()
+        n_shards = max(1, -(-len(texts) // shard_size))
+        paths = [folder / f"shard-{i:05d}.npy" for i in range(n_shards)]
+        meta = folder / "shards.json"
+        want = {"n_docs": len(texts), "shard_size": shard_size, **self.embedding_params(),
+                "fingerprint": dataset.fingerprint}
+        if meta.exists() and json.loads(meta.read_text()) != want:
+            shutil.rmtree(folder)  # another recipe or corpus: start over
+        todo = [i for i, p in enumerate(paths) if not p.exists()]
+        self.last_stats["embeddings_cached"] = not todo
+        self.last_stats["shards_encoded"] = len(todo)
+        if todo:
+            write_json(meta, want)
+            shards = [(i, texts[i * shard_size:(i + 1) * shard_size]) for i in todo]
+            bar = progress(total=sum(len(t) for _, t in shards), unit="text",
+                           desc=f"dense: encode {len(texts)} document texts in {n_shards} shards",
+                           enabled=self.show_progress)
+            if client is not None:
+                from ..distributed import encode_shards
+
+                done = encode_shards(client, self, shards)
+            else:
+                done = ((i, self.encode(t, "document", chunk=len(t) + 1)) for i, t in shards)
+            for i, emb in done:
+                write_npy(paths[i], emb)
+                bar.update(len(emb))
+                if on_shard is not None:
+                    on_shard(i)
+            bar.close()
+        return EmbeddingShards(paths)
+
+    def embedding_params(self) -> dict:
+        """The parameters that decide the corpus embeddings (not the search)."""
+        out = self.params()
+        out.pop("search", None)
+        return out
+
+    def ann_index(self, dataset, docs):
+        """A FAISS HNSW index over the corpus embeddings, built once and cached beside the
+        other indexes (its parameters are in the run manifest)."""
+        try:
+            import faiss
+        except ImportError:
+            raise MissingDependencyError("dense:ann needs faiss: pip install faiss-cpu "
+                                         "(or -e '.[scale]')") from None
+        from ..store import results_dir
+
+        key = hashlib.sha256(json.dumps([self.embedding_params(), self.hnsw,
+                                         dataset.fingerprint], sort_keys=True).encode()
+                             ).hexdigest()[:12]
+        path = results_dir() / "index" / dataset.name / f"faiss-hnsw-{key}.index"
         if path.exists():
-            emb = np.load(path)
-            if emb.shape[0] == len(dataset.corpus):
-                self.last_stats["embeddings_cached"] = True
-                return emb
-        emb = self.encode(dataset.doc_texts(), "document")
-        write_npy(path, emb)
-        write_json(path.with_suffix(".json"), {"dataset": dataset.name,
-                                               "fingerprint": dataset.fingerprint,
-                                               **self.params(), "shape": list(emb.shape)})
-        self.last_stats["embeddings_cached"] = False
-        return emb
+            return faiss.read_index(str(path))
+        arr = np.ascontiguousarray(np.asarray(docs, dtype=np.float32))
+        index = faiss.IndexHNSWFlat(arr.shape[1], self.hnsw["M"], faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = self.hnsw["efConstruction"]
+        index.add(arr)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        faiss.write_index(index, str(tmp))
+        os.replace(tmp, path)
+        return index
 
     def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:
         self.last_stats = {}
         docs = self.corpus_embeddings(dataset)
         q = self.encode(list(queries.text), "query")
+        if self.ann:
+            index = self.ann_index(dataset, docs)
+            index.hnsw.efSearch = max(self.hnsw["efSearch"], depth)
+            scores, idx = index.search(np.ascontiguousarray(q, dtype=np.float32),
+                                       min(depth, len(docs)))
+            keep = idx >= 0
+            q_index = np.repeat(np.arange(len(queries)), idx.shape[1])[keep.ravel()]
+            return Run.from_indexed(np.asarray(queries.qid, dtype=object), q_index,
+                                    np.asarray(dataset.corpus.docid, dtype=object),
+                                    idx[keep], scores[keep].astype(np.float64), self.name)
         idx, scores = topk_cosine(q, docs, depth)
         k = idx.shape[1]
         q_index = np.repeat(np.arange(len(queries)), k)

@@ -76,7 +76,7 @@ class GraphRetriever:
             from .dense import DenseRetriever, topk_cosine
 
             emb = DenseRetriever(show_progress=False).corpus_embeddings(dataset)
-            idx, sim = topk_cosine(emb, emb, self.neighbours + 1)
+            idx, sim = topk_cosine(np.asarray(emb, dtype=np.float32), emb, self.neighbours + 1)
             rel = "knn-dense"
         else:
             from .bm25 import BM25Retriever

@@ -12,11 +12,15 @@ from rrfbench.retrievers import cached_run, make_retriever, parse_spec, retrieve
 
 
 def test_spec_parsing_refuses_unknown_variants():
-    assert parse_spec("fts5") == ("fts5", "or_tokens")
-    assert parse_spec("rank-bm25:jieba") == ("rank_bm25", "jieba")
+    assert parse_spec("fts5") == ("fts5", "or_tokens", {})
+    assert parse_spec("rank-bm25:jieba") == ("rank_bm25", "jieba", {})
+    assert parse_spec("graph;seed=bm25;hops=2") == ("graph", None, {"seed": "bm25", "hops": "2"})
     assert retriever_name("fts5:phrase") == "fts5-phrase" and retriever_name("dense:torch") == "dense"
-    for bad, msg in (("bm25:jieba", "has no variant 'jieba'"), ("fts5:x", "variants: fts5:or_tokens"),
-                     ("colbert", "unknown kind 'colbert'"), ("", "is empty")):
+    for bad, msg in (("bm25:x", "has no variant 'x'"), ("fts5:x", "variants: fts5:or_tokens"),
+                     ("colbert", "unknown kind 'colbert'"), ("", "is empty"),
+                     ("fts5;depth=3", "has no option 'depth=3'"),
+                     ("graph;hops=x", "hops, neighbours and seed_limit must be whole numbers"),
+                     ("graph;seed=graph", "cannot seed another")):
         with pytest.raises(InputError, match=msg):
             make_retriever(bad)
 
@@ -51,7 +55,7 @@ def test_every_retriever_declares_a_score_floor():
     from rrfbench.retrievers import KINDS
 
     floors = {k: make_retriever(k).score_floor for k in KINDS if k != "dense"}
-    assert floors == {"bm25": 0.0, "fts5": 0.0, "rank_bm25": 0.0}
+    assert floors == {"bm25": 0.0, "fts5": 0.0, "rank_bm25": 0.0, "entity": 0.0, "graph": 0.0}
     from rrfbench.retrievers.dense import DenseRetriever
 
     assert DenseRetriever.score_floor == -1.0

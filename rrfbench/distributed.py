@@ -1,0 +1,97 @@
+"""Running sweeps and corpus encoding on Dask (``dask.distributed``), when one machine is not enough.
+
+Nothing here is imported unless a scheduler or a client is asked for, so an ordinary run never
+imports Dask.
+
+* :func:`client_for` connects to a scheduler (``tcp://host:8786``) or starts a local cluster of
+  ``workers`` processes (one thread each: the numba kernels are the parallel part).
+* Sweeps: :func:`rrfbench.engine.run_sweep` with ``client=`` scatters the engine to every worker
+  once and submits one task per chunk of the grid; the client alone writes each finished chunk to
+  the resumable parquet parts as results arrive (one writer). A lost worker's tasks are re-run
+  elsewhere, so it costs only its chunks. A suite's collections travel together: its combined
+  engine already scores every collection in one pass, so a task is (chunk x all collections).
+* Encoding: :func:`encode_shards` submits one task per shard of the corpus; each worker loads the
+  model once (a per-process cache) and the client writes each shard's ``.npy`` as it arrives,
+  so an interrupted encoding resumes from the finished shards.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from .errors import InputError, MissingDependencyError
+
+
+def _dask():
+    try:
+        import distributed
+    except ImportError:
+        raise MissingDependencyError(
+            "distributed sweeps need Dask: pip install 'dask[distributed]' (or -e '.[scale]')"
+        ) from None
+    return distributed
+
+
+@contextmanager
+def client_for(scheduler: str | None = None, workers: int | None = None):
+    """A ``distributed.Client``: connected to ``scheduler``, or to a local cluster of
+    ``workers`` processes that is closed afterwards."""
+    if scheduler and workers:
+        raise InputError("give --scheduler or --workers, not both")
+    distributed = _dask()
+    if scheduler:
+        try:
+            client = distributed.Client(scheduler, timeout="10s")
+        except OSError as exc:
+            raise InputError(f"--scheduler: cannot reach {scheduler!r} ({exc})") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    if not workers or workers < 1:
+        raise InputError(f"--workers: {workers!r} must be >= 1")
+    cluster = distributed.LocalCluster(n_workers=int(workers), threads_per_worker=1,
+                                       processes=True, dashboard_address=None,
+                                       silence_logs=40)
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def score_chunk(engine, configs, start_id: int, grid_hash: str, index: int):
+    """A worker's task: one chunk of the grid scored by the (scattered) engine."""
+    return index, engine.table(configs, start_id=start_id).assign(grid_hash=grid_hash)
+
+
+def submit_chunks(client, engine, chunks: list[tuple[int, list, int]], grid_hash: str):
+    """Submit (index, configs, start_id) chunks; yields (index, table) as they finish."""
+    distributed = _dask()
+    remote = client.scatter(engine, broadcast=True)
+    futures = [client.submit(score_chunk, remote, cfgs, start, grid_hash, i, pure=False,
+                             retries=3, key=f"rrfbench-chunk-{grid_hash}-{i}")
+               for i, cfgs, start in chunks]
+    for fut in distributed.as_completed(futures):
+        yield fut.result()
+
+
+def encode_shard(model_name: str, backend: str, max_seq_length, texts: list[str], index: int):
+    """A worker's task: one shard of document texts encoded (the model loads once per worker)."""
+    from .retrievers.dense import DenseRetriever
+
+    r = DenseRetriever(model=model_name, backend=backend, max_seq_length=max_seq_length,
+                       show_progress=False)
+    return index, r.encode(texts, "document")
+
+
+def encode_shards(client, retriever, shards: list[tuple[int, list[str]]]):
+    """Submit (index, texts) shards; yields (index, embeddings) as they finish."""
+    distributed = _dask()
+    futures = [client.submit(encode_shard, retriever.model_name, retriever.backend,
+                             retriever.max_seq_length, texts, i, pure=False, retries=2)
+               for i, texts in shards]
+    for fut in distributed.as_completed(futures):
+        yield fut.result()
