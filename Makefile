@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONUNBUFFERED := 1
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: demo test lab bench regress lint mutate constraints clean
+.PHONY: demo test lab browser-test bench regress lint mutate constraints clean
 
 $(VENV)/.base:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,6 +55,12 @@ regress: $(VENV)/.dense-dev
 
 lint: $(VENV)/.dense-dev
 	$(BIN)/ruff check rrfbench tests benchmarks
+
+## browser-test: notebook 06 in JupyterLab driven by Playwright in Debian's chromium (not in `make test`)
+browser-test: $(VENV)/.notebooks
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	$(PIP) "playwright>=1.40"
+	$(BIN)/python tests/browser/browser_check.py
 
 ## mutate: mutation testing (mutmut) of fusion, runs, tuning, stats and the presets
 mutate: $(VENV)/.dense-dev

@@ -392,6 +392,8 @@ def sweep(
     out: Annotated[Path, typer.Option(help="output folder (default results/<dataset>)")] = None,
     progress: Annotated[bool, typer.Option(help="progress bars")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="print best.json")] = False,
+    scheduler: Annotated[str, typer.Option(help="run the sweep on a Dask scheduler, e.g. tcp://host:8786")] = None,
+    workers: Annotated[int, typer.Option(help="run the sweep on a local Dask cluster of N worker processes")] = None,
 ):
     """Sweep fusion configurations, tune honestly; write sweep tables, best.json, plots, report.md.
 
@@ -401,7 +403,7 @@ def sweep(
     from .engine import METHODS
     from .retrievers import parse_spec
     from .transfer import OBJECTIVES, RULES
-    from .workflows import sweep_dataset, sweep_grid, sweep_suite
+    from .workflows import sweep_grid
 
     _one_of(dataset, suite)
     _choice("--objective", objective, OBJECTIVES)
@@ -421,9 +423,23 @@ def sweep(
                       weights=[tuple(_floats("--weights", w)) for w in weights] if weights else None,
                       weight_step=weight_step, depth=_depths("--depth", depth),
                       per_run_k=per_run_k)
+    if scheduler or workers is not None:
+        from .distributed import client_for
+
+        with client_for(scheduler, workers) as client:
+            return _sweep_run(dataset, suite, specs, grid, metric, objective, rule, tune_split,
+                              eval_split, folds, run_depth, out, progress, as_json, client)
+    _sweep_run(dataset, suite, specs, grid, metric, objective, rule, tune_split, eval_split,
+               folds, run_depth, out, progress, as_json, None)
+
+
+def _sweep_run(dataset, suite, specs, grid, metric, objective, rule, tune_split, eval_split,
+               folds, run_depth, out, progress, as_json, client):
+    from .workflows import sweep_dataset, sweep_suite
+
     if suite:
         so = sweep_suite(suite, specs, grid=grid, metric=metric, objective=objective, rule=rule,
-                         run_depth=run_depth, out=out, progress=progress,
+                         run_depth=run_depth, out=out, progress=progress, client=client,
                          log=_quiet if as_json else _log)
         if as_json:
             print(json.dumps(so.result.to_json()))
@@ -432,7 +448,8 @@ def sweep(
         return
     res = sweep_dataset(dataset, specs, grid=grid, metric=metric, tune_split=tune_split,
                         eval_split=eval_split, folds=folds or None, run_depth=run_depth,
-                        out=out, progress=progress, log=_quiet if as_json else _log)
+                        out=out, progress=progress, client=client,
+                        log=_quiet if as_json else _log)
     if as_json:
         d = res.result.to_json()
         d.pop("per_query", None)

@@ -17,7 +17,9 @@ from .store import write_figure
 def _plt():
     import matplotlib
 
-    if not os.environ.get("DISPLAY") and "ipykernel" not in os.sys.modules:
+    from .progress import in_notebook
+
+    if not os.environ.get("DISPLAY") and not in_notebook():
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

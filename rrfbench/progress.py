@@ -25,7 +25,15 @@ def on_terminal() -> bool:
 
 
 def in_notebook() -> bool:
-    return "ipykernel" in sys.modules
+    """True inside a running Jupyter kernel (not merely when ipykernel has been imported)."""
+    if "IPython" not in sys.modules:
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
 def _widgets_available() -> bool:

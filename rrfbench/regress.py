@@ -68,7 +68,7 @@ def _dense_uncached(ds, split: str, specs: list[str]) -> bool:
         if manifest_matches(read_manifest(run_path(ds.name, split, r.name)),
                             expected_manifest(r, ds, split, 1000)):
             continue
-        if not r.embeddings_path(ds).exists():
+        if not r.embeddings_cached(ds):
             return True
     return False
 

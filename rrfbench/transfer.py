@@ -440,7 +440,7 @@ def spearman(x, y) -> float:
 def fusion_suite(suite: str, datasets_protocols: list, load: Callable, grid, metric: str,
                  metrics: Sequence[str], out=None, progress: bool = True,
                  objective: str = "macro", rule: str = "best", specs: Sequence[str] = (),
-                 log: Callable[[str], None] = lambda _m: None):
+                 client=None, log: Callable[[str], None] = lambda _m: None):
     """Free fusion over a suite: one combined engine per split role, one sweep each, then LOCO.
 
     ``datasets_protocols`` is [(Dataset, Protocol)]; ``load(dataset, split)`` returns the runs
@@ -463,8 +463,9 @@ def fusion_suite(suite: str, datasets_protocols: list, load: Callable, grid, met
     ee = te if same else FusionEngine(*combine(parts_e), tuple(metrics))
     log(f"suite {suite}: {len(grid)} configurations x {len(datasets_protocols)} collections "
         f"({len(te.qids)} tuning queries, {len(ee.qids)} evaluation queries)")
-    tt = run_sweep(te, grid, out, progress=progress, name="sweep_tune")
-    et = tt if same else run_sweep(ee, grid, out, progress=progress, name="sweep_eval")
+    tt = run_sweep(te, grid, out, progress=progress, name="sweep_tune", client=client)
+    et = tt if same else run_sweep(ee, grid, out, progress=progress, name="sweep_eval",
+                                   client=client)
     m = te.metric_names.index(metric)
     pq_t = np.stack(tt.per_query.to_numpy()) if m == 0 else None
     pq_e = np.stack(et.per_query.to_numpy()) if m == 0 else None

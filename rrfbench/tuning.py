@@ -199,7 +199,7 @@ def _metric_matrix(engine, table, metric: str) -> np.ndarray:
 
 def tune_fusion(dataset, protocol: Protocol, tune_engine, eval_engine, grid, metric: str,
                 out=None, progress: bool = True, assumptions: Sequence[str] = (),
-                specs: Sequence[str] = ()):
+                specs: Sequence[str] = (), client=None):
     """Sweep ``grid`` and choose by ``protocol``; returns (SweepResult, tune table, eval table).
 
     ``tune_engine`` scores the tuning queries and ``eval_engine`` the evaluation queries (the
@@ -214,9 +214,9 @@ def tune_fusion(dataset, protocol: Protocol, tune_engine, eval_engine, grid, met
         raise InputError(f"metric {metric} is not among the engine's metrics "
                          f"{tune_engine.metric_names}")
     cv = protocol.kind == "cv"
-    tune_table = run_sweep(tune_engine, grid, out, progress=progress, name="sweep")
+    tune_table = run_sweep(tune_engine, grid, out, progress=progress, name="sweep", client=client)
     eval_table = tune_table if cv else run_sweep(eval_engine, grid, out, progress=progress,
-                                                 name="sweep_eval")
+                                                 name="sweep_eval", client=client)
     pq_tune = _metric_matrix(tune_engine, tune_table, metric)
     pq_eval = None if cv else _metric_matrix(eval_engine, eval_table, metric)
     sel = run_protocol(protocol, pq_tune, pq_eval)

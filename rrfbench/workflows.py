@@ -110,7 +110,7 @@ def sweep_dataset(dataset, specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
                   eval_split: str | None = None, folds: int | None = None,
                   run_depth: int = 1000, out: str | Path | None = None, write: bool = True,
                   progress: bool = True, engines: dict | None = None, protocol=None,
-                  log: Callable[[str], None] = _quiet) -> SweepOutcome:
+                  client=None, log: Callable[[str], None] = _quiet) -> SweepOutcome:
     """Sweep fusion configurations over the runs of ``specs`` and tune them honestly.
 
     The protocol comes from :func:`rrfbench.tuning.choose_protocol`; the grid defaults to
@@ -135,7 +135,7 @@ def sweep_dataset(dataset, specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
     out = Path(out) if out else results_dir() / ds.name
     result, table, eval_table = tune_fusion(
         ds, protocol, engines[protocol.tune_split], engines[protocol.eval_split], grid, metric,
-        out=out if write else None, progress=progress, specs=specs)
+        out=out if write else None, progress=progress, specs=specs, client=client)
     if write:
         from .report import write_sweep_outputs
 
@@ -387,7 +387,8 @@ def transfer_dir(suite: str) -> Path:
 def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
                 metric: str = "nDCG@10", objective: str = "macro", rule: str = "best",
                 run_depth: int = 1000, out: str | Path | None = None, write: bool = True,
-                progress: bool = True, log: Callable[[str], None] = _quiet) -> SuiteOutcome:
+                progress: bool = True, client=None,
+                log: Callable[[str], None] = _quiet) -> SuiteOutcome:
     """Free fusion tuned across a suite and validated leave-one-collection-out.
 
     Writes ``results/transfer/<suite>/``: best.json (the TransferResult), report.md, the forest
@@ -416,7 +417,7 @@ def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     result, tables = fusion_suite(
         suite, members, lambda ds, split: load_runs(ds, specs, split, run_depth, log), grid,
         metric, metrics, out=out if write else None, progress=progress, objective=objective,
-        rule=rule, specs=specs, log=log)
+        rule=rule, specs=specs, client=client, log=log)
     from dataclasses import replace
 
     key = _suite_key(members, specs, grid, metric, objective, rule, run_depth)  # runs may be new

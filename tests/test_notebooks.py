@@ -30,6 +30,7 @@ def test_runs_top_to_bottom(path, monkeypatch):
 
     monkeypatch.setenv("RRFBENCH_NB_DATASET", "cranfield")
     monkeypatch.setenv("RRFBENCH_NB_SUITE", "small")
+    monkeypatch.setenv("RRFBENCH_NB_FAST", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3",

@@ -34,11 +34,9 @@ def _stemmer(language: str | None):
 
 def jieba_segment(texts: list[str]) -> list[str]:
     """Each text as jieba tokens (with a letter or digit) joined by spaces, lowercased."""
-    import logging
+    from .rank_bm25 import jieba_module
 
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
+    jieba = jieba_module()
     return [" ".join(t for t in jieba.lcut(x.lower()) if any(c.isalnum() for c in t))
             for x in texts]
 

@@ -311,6 +311,13 @@ class DenseRetriever:
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         return cache_dir() / "embeddings" / f"{dataset.name}-{digest}.npy"
 
+    def embeddings_cached(self, dataset, shard_size: int = SHARD_SIZE) -> bool:
+        """Whether this machine holds every shard of the corpus embeddings."""
+        folder = self.shard_dir(dataset)
+        n_shards = max(1, -(-len(dataset.corpus) // shard_size))
+        return (folder / "shards.json").exists() and all(
+            (folder / f"shard-{i:05d}.npy").exists() for i in range(n_shards))
+
     def shard_dir(self, dataset) -> Path:
         """Folder of the corpus embeddings as shards (``shard-00000.npy``...)."""
         return self.embeddings_path(dataset).with_suffix(".shards")

@@ -29,13 +29,21 @@ def regex_tokenize(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def jieba_tokenize(text: str) -> list[str]:
+def jieba_module():
+    """jieba, its start-up chatter silenced once (setLogLevel clears logging caches: calling it
+    per text made tokenisation many times slower)."""
     import logging
 
     import jieba
 
-    jieba.setLogLevel(logging.WARNING)
-    return [t for t in jieba.lcut(text) if t.strip()]
+    if not getattr(jieba, "_rrfbench_quiet", False):
+        jieba.setLogLevel(logging.WARNING)
+        jieba._rrfbench_quiet = True
+    return jieba
+
+
+def jieba_tokenize(text: str) -> list[str]:
+    return [t for t in jieba_module().lcut(text) if t.strip()]
 
 
 TOKENIZERS = {"regex": regex_tokenize, "jieba": jieba_tokenize}

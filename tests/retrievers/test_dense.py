@@ -66,7 +66,9 @@ def test_cranfield_dense_run_and_embedding_cache(cranfield, run_of):
     assert m["nDCG@10"] > 0.25 and m["R@100"] > 0.5
     r = DenseRetriever(show_progress=False)
     emb = r.corpus_embeddings(cranfield)
-    assert r.last_stats["embeddings_cached"] is True
-    assert emb.dtype == np.float32 and emb.shape == (1400, 384)
-    assert np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-4)
-    assert r.embeddings_path(cranfield).with_suffix(".json").exists()
+    assert r.last_stats["embeddings_cached"] is True and r.last_stats["shards_encoded"] == 0
+    arr = np.asarray(emb)
+    assert arr.dtype == np.float32 and emb.shape == (1400, 384)
+    assert all(isinstance(p, np.memmap) for p in emb.parts)  # read back memory-mapped
+    assert np.allclose(np.linalg.norm(arr, axis=1), 1.0, atol=1e-4)
+    assert (r.shard_dir(cranfield) / "shards.json").exists()

@@ -1,0 +1,122 @@
+"""`make browser-test`: notebook 06 in JupyterLab in a real browser (Debian's chromium).
+
+Starts JupyterLab on 127.0.0.1 with a token, opens ``notebooks/06_explore.ipynb`` with
+Playwright (``launch(executable_path=...)`` on the system chromium; no browser download), runs
+all cells, moves a weight slider with the keyboard, and checks that the metric the widget shows
+is the value ``fuse`` + ``evaluate`` give for the new configuration. Saves screenshots under
+``results/browser/``. Not part of ``make test`` (it needs the browser install).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DATASET = os.environ.get("RRFBENCH_NB_DATASET", "cranfield")
+OUT = ROOT / "results" / "browser"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=5)
+            return
+        except Exception:
+            time.sleep(1)
+    raise RuntimeError(f"JupyterLab did not answer at {url}")
+
+
+def expected_value(weights, metric="nDCG@10") -> float:
+    from rrfbench import evaluate, load_dataset
+    from rrfbench.engine import Config
+    from rrfbench.workflows import load_runs
+
+    ds = load_dataset(DATASET)
+    runs = load_runs(ds, ["bm25", "fts5", "dense"], "test")
+    cfg = Config("convex", (0.0,) * 3, tuple(weights), (None,) * 3, 1, "tmm", "min")
+    return evaluate(cfg.fuse(runs), ds.qrels("test"), [metric])[metric]
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    OUT.mkdir(parents=True, exist_ok=True)
+    port, token = free_port(), secrets.token_hex(16)
+    env = dict(os.environ, RRFBENCH_NB_DATASET=DATASET)
+    lab = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip", "127.0.0.1",
+         "--port", str(port), f"--IdentityProvider.token={token}", "--allow-root",
+         f"--ServerApp.root_dir={ROOT}"], env=env, stdout=subprocess.DEVNULL,
+        stderr=open(OUT / "jupyterlab.log", "w"))
+    try:
+        wait_http(f"http://127.0.0.1:{port}/api?token={token}")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=chromium, headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                      "--disable-background-networking", "--disable-component-update",
+                      "--disable-sync"])
+            page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/06_explore.ipynb?token={token}")
+            page.wait_for_selector(".jp-Notebook", timeout=120_000)
+            page.wait_for_timeout(3000)
+            page.click("text=Run", timeout=60_000)  # the Run menu
+            page.click("text=Run All Cells", timeout=60_000)
+            summary = page.locator(".widget-html-content", has_text="vs RRF k=60").first
+            summary.wait_for(timeout=600_000)
+            # the last cell ran: the explorer now shows convex tmm, weights 0.1 / 0.1 / 0.8
+            page.locator(".jp-Cell").last.locator(".jp-OutputArea-output").first.wait_for(
+                timeout=600_000)
+            page.wait_for_timeout(2000)
+            before = summary.inner_text()
+            page.screenshot(path=str(OUT / "explorer-before.png"), full_page=True)
+            handle = page.locator(".widget-slider .noUi-handle").first
+            handle.focus()
+            for _ in range(4):  # w bm25: 0.10 -> 0.30, one keyboard step (0.05) at a time
+                page.keyboard.press("ArrowRight")
+                page.wait_for_timeout(300)
+            page.wait_for_function(
+                "([el, old]) => el.innerText !== old",
+                arg=[summary.element_handle(), before], timeout=60_000)
+            after = summary.inner_text()
+            page.screenshot(path=str(OUT / "explorer.png"), full_page=True)
+            browser.close()
+        shown = float(re.search(r"nDCG@10 ([0-9.]+)", after).group(1))
+        weights = [float(x) for x in re.search(r"w=([0-9.,]+)", after).group(1).split(",")]
+        want = expected_value(weights)
+        print(f"before: {before.splitlines()[0]}")
+        print(f"after:  {after.splitlines()[0]}")
+        print(f"widget shows nDCG@10 {shown:.4f} for weights {weights}; fuse + evaluate give "
+              f"{want:.4f}; screenshot: {OUT / 'explorer.png'}")
+        if abs(weights[0] - 0.3) > 1e-9 or f"{want:.4f}" != f"{shown:.4f}":
+            print("browser test FAILED")
+            return 1
+        print("browser test passed")
+        return 0
+    finally:
+        lab.terminate()
+        try:
+            lab.wait(10)
+        except subprocess.TimeoutExpired:
+            lab.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
