@@ -179,6 +179,21 @@ class Dataset:
             out[f"{s}_qrels"] = len(qr)
         return out
 
+    def subset(self, docids, name: str) -> Dataset:
+        """The same queries and qrels over only ``docids`` of the corpus (e.g. one knowledge
+        base of several); its fingerprint covers the subset, so every cache keys on it."""
+        keep = set(map(str, docids))
+        sub = Dataset(name=name, path=self.path, irds_id=self.irds_id)
+        corpus = self.corpus[self.corpus.docid.isin(keep)].reset_index(drop=True)
+        sub.__dict__["corpus"] = corpus
+        sub.__dict__["queries"] = self.queries
+        sub.__dict__["splits"] = self.splits
+        sub._qrels = {s: self.qrels(s) for s in self.splits}
+        h = hashlib.sha256((self.fingerprint + "|").encode())
+        h.update(pd.util.hash_pandas_object(corpus.docid, index=False).values.tobytes())
+        sub.__dict__["fingerprint"] = h.hexdigest()[:16]
+        return sub
+
     def doc_texts(self) -> list[str]:
         """Document text as every retriever indexes it: ``title + " " + text``."""
         c = self.corpus

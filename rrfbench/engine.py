@@ -29,7 +29,7 @@ import pandas as pd
 
 from . import _kernels as K
 from .errors import InputError, choice
-from .fusion import MISSING, NORMALISATIONS, _check_numbers, normalise, score_floors
+from .fusion import MISSING, NORMALISATIONS, check_numbers, normalise, score_floors
 from .metrics import DEFAULT_METRICS, parse_metrics
 from .progress import progress as progress_bar
 from .runs import Qrels, Run
@@ -108,14 +108,14 @@ class Config:
         for what, v in (("k", self.k), ("weights", self.weights), ("depth", self.depth)):
             if len(v) != n_runs:
                 raise InputError(f"{what}: expected one value per run ({n_runs}), got {len(v)}")
-        _check_numbers(self.weights, "weights")
+        check_numbers(self.weights, "weights")
         if sum(self.weights) <= 0:
             raise InputError("weights: at least one run needs a weight > 0")
-        _check_numbers(self.depth, "depth", positive=True, integer=True)
+        check_numbers(self.depth, "depth", positive=True, integer=True)
         if self.limit:
-            _check_numbers([self.limit], "limit", positive=True, integer=True)
+            check_numbers([self.limit], "limit", positive=True, integer=True)
         if self.method == "rrf":
-            _check_numbers(self.k, "k", positive=self.rank_base == 0)
+            check_numbers(self.k, "k", positive=self.rank_base == 0)
             if self.rank_base not in (0, 1):
                 raise choice("rank_base", self.rank_base, (0, 1))
         else:
@@ -164,9 +164,9 @@ def make_grid(n_runs: int, methods=("rrf",), k=(60,), weights=None, depth=(None,
             raise choice("rank_base", b, (0, 1))
     if not k:
         raise InputError("k: give at least one value")
-    _check_numbers(k, "k", positive=0 in rank_base)
+    check_numbers(k, "k", positive=0 in rank_base)
     for d in depth:
-        _check_numbers(d if isinstance(d, tuple) else (d,), "depth", positive=True, integer=True)
+        check_numbers(d if isinstance(d, tuple) else (d,), "depth", positive=True, integer=True)
         if isinstance(d, tuple) and len(d) != n_runs:
             raise InputError(f"depth: expected one value per run ({n_runs}), got {len(d)}")
     if weights is None:
@@ -182,7 +182,7 @@ def make_grid(n_runs: int, methods=("rrf",), k=(60,), weights=None, depth=(None,
             if len(w) != n_runs:
                 raise InputError(f"weights: {','.join(map(str, w))} has {len(w)} values; "
                                  f"expected one per run ({n_runs})")
-            _check_numbers(w, "weights")
+            check_numbers(w, "weights")
             wgrid.append(tuple(map(float, w)))
     wgrid = [w for w in wgrid if sum(w) > 0]
     if not wgrid:

@@ -61,6 +61,12 @@ class Explorer:
                    (None,) * n, 1) for i in range(n)]
         self._refs = self.engine.evaluate(refs)          # (1 + n, metrics, queries)
         self.best = best
+        self._best_pq = None
+        if best is not None and not getattr(best, "preset", None) and \
+                list(getattr(best, "runs", ())) == self.names:
+            cfg = best.config_obj()
+            self._best_label = cfg.label(self.names)
+            self._best_pq = self.engine.evaluate([cfg])[0]   # (metrics, queries)
         self.last_latency_ms = 0.0
         self._values: dict = {}
         self._build()
@@ -168,8 +174,11 @@ class Explorer:
             "wins": int((d60 > 0).sum()), "losses": int((d60 < 0).sum()),
             "ties": int((d60 == 0).sum()), "per_query": pq,
         }
-        if self.best is not None:
-            self._values["tuned_label"] = self.best.label
+        if self._best_pq is not None:
+            bt = self._best_pq[m]
+            self._values.update(tuned_label=self._best_label, tuned_value=float(bt.mean()),
+                                delta_tuned=float((pq - bt).mean()),
+                                p_tuned=permutation_test(pq, bt))
         self.out_summary.value = self._summary_html()
         self.out_strip.value = self._strip_svg(d60)
         self.out_explain.value = self._explain_html(cfg)
@@ -181,8 +190,9 @@ class Explorer:
 
     def _summary_html(self) -> str:
         v = self._values
-        tuned = (f"<br>tuned configuration to compare: <code>{html.escape(v['tuned_label'])}</code>"
-                 if "tuned_label" in v else "")
+        tuned = (f"<br>tuned (best.json) <code>{html.escape(v['tuned_label'])}</code>: "
+                 f"{v['tuned_value']:.4f}; current vs tuned <b>{v['delta_tuned']:+.4f}</b> "
+                 f"(p {v['p_tuned']:.3g})" if "tuned_label" in v else "")
         return (f"<b>{html.escape(v['label'])}</b> on {html.escape(self.dataset.name)}/"
                 f"{html.escape(self.split)} ({len(v['per_query'])} queries)<br>"
                 f"{v['metric']} <b>{v['value']:.4f}</b> (95% CI {v['ci95'][0]:.4f}-"

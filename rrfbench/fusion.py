@@ -56,7 +56,7 @@ def _per_run(value, n: int, what: str) -> list:
     return value
 
 
-def _check_numbers(values, what: str, *, positive: bool = False, integer: bool = False) -> None:
+def check_numbers(values, what: str, *, positive: bool = False, integer: bool = False) -> None:
     for v in values:
         if v is None:
             continue
@@ -91,16 +91,16 @@ def rrf(runs: Sequence[Run], k: float | Sequence[float] = 60, weights: Sequence[
     if n == 0:
         raise InputError("fusion needs at least one run")
     kl, wl = _per_run(k, n, "k"), _per_run(1.0 if weights is None else weights, n, "weights")
-    _check_numbers(kl, "k", positive=rank_base == 0)
-    _check_numbers(wl, "weights")
-    _check_numbers(_per_run(depth, n, "depth"), "depth", positive=True, integer=True)
+    check_numbers(kl, "k", positive=rank_base == 0)
+    check_numbers(wl, "weights")
+    check_numbers(_per_run(depth, n, "depth"), "depth", positive=True, integer=True)
     ks, ws = np.asarray(kl, dtype=np.float64), np.asarray(wl, dtype=np.float64)
     if rank_base not in (0, 1):
         raise choice("rank_base", rank_base, (0, 1))
     if ws.sum() <= 0:
         raise InputError("weights: at least one run needs a weight > 0")
     if limit:  # None or 0: no cut
-        _check_numbers([limit], "limit", positive=True, integer=True)
+        check_numbers([limit], "limit", positive=True, integer=True)
     long = _long_table(runs, depth)
     long = long[ws[long.run.to_numpy()] > 0]  # weight 0: no contribution, no documents
     r = long.run.to_numpy()
@@ -165,15 +165,15 @@ def score_fusion(runs: Sequence[Run], method: str = "convex", norm: str = "minma
     if n == 0:
         raise InputError("fusion needs at least one run")
     wl = _per_run(1.0 if weights is None or method != "convex" else weights, n, "weights")
-    _check_numbers(wl, "weights")
+    check_numbers(wl, "weights")
     ws = np.asarray(wl, dtype=np.float64)
     if ws.sum() <= 0:
         raise InputError("weights: at least one run needs a weight > 0")
     tmins = score_floors(runs, theoretical_min, norm)
     depths = _per_run(depth, n, "depth")
-    _check_numbers(depths, "depth", positive=True, integer=True)
+    check_numbers(depths, "depth", positive=True, integer=True)
     if limit:  # None or 0: no cut
-        _check_numbers([limit], "limit", positive=True, integer=True)
+        check_numbers([limit], "limit", positive=True, integer=True)
     parts = []
     for i, run in enumerate(runs):
         if ws[i] == 0:

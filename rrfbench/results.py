@@ -85,16 +85,16 @@ TESTS = {"ci": "percentile bootstrap of the mean, 10000 resamples, seed 0",
          "p_value_t": "paired t-test, two-sided"}
 
 
-def _plain(obj):
+def plain(obj):
     """JSON-ready: dataclasses to dicts, tuples to lists."""
     if hasattr(obj, "to_json"):
         return obj.to_json()
     if hasattr(obj, "__dataclass_fields__"):
-        return {f.name: _plain(getattr(obj, f.name)) for f in fields(obj)}
+        return {f.name: plain(getattr(obj, f.name)) for f in fields(obj)}
     if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
+        return {str(k): plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
+        return [plain(v) for v in obj]
     return obj
 
 
@@ -135,7 +135,7 @@ class SweepResult:
         return Config.from_json(self.config)
 
     def to_json(self) -> dict:
-        return _plain({f.name: getattr(self, f.name) for f in fields(self)})
+        return plain({f.name: getattr(self, f.name) for f in fields(self)})
 
     @classmethod
     def from_json(cls, d: dict) -> SweepResult:
@@ -182,7 +182,7 @@ class PresetResult:
                 if k in self.knobs and not self.knobs[k].get("fixed")}
 
     def to_json(self) -> dict:
-        return _plain({f.name: getattr(self, f.name) for f in fields(self)})
+        return plain({f.name: getattr(self, f.name) for f in fields(self)})
 
     @classmethod
     def from_json(cls, d: dict) -> PresetResult:

@@ -270,28 +270,35 @@ class Run:
         """Read a run table from parquet (columns qid, docid, score; rank optional).
 
         Ranks are recomputed from the scores unless ``ranked`` (a table rrfbench wrote itself
-        with :meth:`to_parquet`, already in rank order). ``qids`` reads only those queries
-        (a predicate pushed down to the parquet reader, so large files are read in part).
+        with :meth:`to_parquet`, already in rank order). Read lazily with polars: only these
+        columns, and with ``qids`` only those queries (the filter is pushed down to the
+        parquet reader, so a large file is read in part).
         """
-        import pyarrow.parquet as pq
+        import polars as pl
 
         path = Path(path)
         if not path.exists():
             raise InputError("file not found", path)
-        filters = [("qid", "in", sorted(map(str, qids)))] if qids is not None else None
         try:
-            table = pq.read_table(path, filters=filters)
-        except Exception as exc:  # pyarrow raises several types for a corrupt file
+            lazy = pl.scan_parquet(path)  # lazy: only the columns and queries asked for are read
+            names = lazy.collect_schema().names()
+        except Exception as exc:  # polars raises several types for a corrupt file
             raise InputError(f"not a readable parquet run table ({type(exc).__name__}: {exc})",
                              path) from None
-        missing = {"qid", "docid", "score"} - set(table.column_names)
+        missing = {"qid", "docid", "score"} - set(names)
         if missing:
             raise InputError(f"a run table needs columns qid, docid, score; missing "
                              f"{sorted(missing)}", path)
-        cols = {c: table[c].to_numpy(zero_copy_only=False) for c in ("qid", "docid", "score")}
+        cols = ["qid", "docid", "score"] + (["rank"] if ranked and "rank" in names else [])
+        lazy = lazy.select([pl.col(c).cast(pl.Utf8) if c in ("qid", "docid") else pl.col(c)
+                            for c in cols])
+        if qids is not None:
+            lazy = lazy.filter(pl.col("qid").is_in(sorted(map(str, qids))))
+        table = lazy.collect()
+        cols = {c: table[c].to_numpy() for c in table.columns}
         name = name or path.name.split(".")[0]
-        if ranked and "rank" in table.column_names:
-            df = run_frame(cols["qid"], cols["docid"], cols["score"], table["rank"].to_numpy())
+        if "rank" in cols:
+            df = run_frame(cols["qid"], cols["docid"], cols["score"], cols["rank"])
             return cls(df, name, meta=_sidecar_meta(path), _ranked=True)
         return cls(run_frame(cols["qid"], cols["docid"], cols["score"]), name,
                    meta=_sidecar_meta(path))

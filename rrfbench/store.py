@@ -57,8 +57,9 @@ def _tmp_for(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
     return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
 
 
-def _replace_from(writer, path: str | Path, suffix: str = ".tmp") -> Path:
-    """Call ``writer(tmp_path)``, then move the temporary file onto ``path``."""
+def write_with(writer, path: str | Path, suffix: str = ".tmp") -> Path:
+    """Call ``writer(tmp_path)`` (any library's own save function), then move the temporary
+    file onto ``path``: the one atomic-write primitive every ``write_*`` uses."""
     path = Path(path)
     fd, tmp = _tmp_for(path, suffix)
     os.close(fd)
@@ -77,7 +78,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     def w(tmp):
         with open(tmp, "wb") as fh:
             fh.write(data)
-    return _replace_from(w, path)
+    return write_with(w, path)
 
 
 def write_text(path: str | Path, text: str) -> Path:
@@ -108,7 +109,7 @@ def write_parquet(path: str | Path, df) -> Path:
             import pyarrow.parquet as pq
 
             pq.write_table(df, tmp)
-    return _replace_from(w, path, ".parquet")
+    return write_with(w, path, ".parquet")
 
 
 def write_npy(path: str | Path, array) -> Path:
@@ -118,12 +119,12 @@ def write_npy(path: str | Path, array) -> Path:
     def w(tmp):
         with open(tmp, "wb") as fh:
             np.save(fh, array)
-    return _replace_from(w, path, ".npy")
+    return write_with(w, path, ".npy")
 
 
 def write_figure(path: str | Path, fig, dpi: int = 110) -> Path:
     """A matplotlib figure as PNG, atomically."""
-    return _replace_from(lambda tmp: fig.savefig(tmp, dpi=dpi, bbox_inches="tight",
+    return write_with(lambda tmp: fig.savefig(tmp, dpi=dpi, bbox_inches="tight",
                                                   format="png"), path, ".png")
 
 
@@ -139,7 +140,7 @@ def write_sqlite(path: str | Path, build) -> Path:
             con.commit()
         finally:
             con.close()
-    return _replace_from(w, path, ".sqlite")
+    return write_with(w, path, ".sqlite")
 
 
 # --------------------------------------------------------------------------- time, provenance

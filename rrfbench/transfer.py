@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .errors import InputError, choice
-from .results import Protocol, _plain, register_result_type
+from .results import Protocol, plain, register_result_type
 from .stats import bootstrap_ci, hierarchical_bootstrap, macro_randomisation_test, permutation_test
 from .tuning import best_index, cross_validate
 
@@ -176,7 +176,7 @@ class TransferResult:
         return Config.from_json(cfg)
 
     def to_json(self) -> dict:
-        return _plain({f.name: getattr(self, f.name) for f in fields(self)})
+        return plain({f.name: getattr(self, f.name) for f in fields(self)})
 
     @classmethod
     def from_json(cls, d: dict) -> TransferResult:

@@ -164,6 +164,36 @@ def preset_runs(preset, dataset, split: str, depth: int = 1000,
     return {role: retrieve(dataset, spec, split, depth) for role, spec in specs.items()}
 
 
+def knowledge_bases(dataset, split: str, n_bases: int, preset="zeus", seed: int = 0) -> list:
+    """Zeus's multi-knowledge-base search, simulated: the corpus partitioned into ``n_bases``
+    (documents assigned at random with ``seed``), each base with its own keyword index
+    (``rank_bm25:jieba`` over the base's documents only) and its vector results (the global
+    cosine ranking restricted to the base: exact, cosine does not depend on other documents).
+    Returns the per-base runs by role, for :meth:`Zeus.run_bases`."""
+    import numpy as np
+
+    from .presets import get_preset
+
+    ds = as_dataset(dataset)
+    p = get_preset(preset) if isinstance(preset, str) else preset
+    if n_bases < 1:
+        raise InputError(f"--bases: {n_bases} must be >= 1")
+    rng = np.random.default_rng(seed)
+    base_of = rng.integers(0, n_bases, len(ds.corpus))
+    vector = retrieve(ds, p.streams["vector"], split)
+    bases = []
+    for b in range(n_bases):
+        docs = ds.corpus.docid[base_of == b].tolist()
+        sub = ds.subset(docs, f"{ds.name}-kb{b}of{n_bases}-s{seed}")
+        keep = set(docs)
+        runs = {"vector": Run(vector.df[vector.df.docid.isin(keep)], vector.name,
+                              meta=vector.meta)}
+        if "keyword" in p.roles_available():
+            runs["keyword"] = retrieve(sub, p.streams["keyword"], split)
+        bases.append(runs)
+    return bases
+
+
 def _source_digest(*modules) -> str:
     h = hashlib.sha256()
     for m in modules:

@@ -38,5 +38,16 @@ def test_widget_numbers_equal_fuse_and_evaluate(cranfield, run_of):
     assert ex.values()["delta_rrf60"] == pytest.approx(0.0, abs=1e-12)
     ex.set(query=qrels.qids[0])
     assert "contrib" in ex.out_explain.value
+    from types import SimpleNamespace
+
+    from rrfbench.engine import Config
+
+    best = SimpleNamespace(runs=tuple(r.name for r in runs),  # a saved result's interface
+                           config_obj=lambda: Config("rrf", (20.0,) * 3, (0.5, 0.2, 0.3),
+                                                     (None,) * 3))
+    ex2 = Explorer(cranfield, runs, best=best)
+    ex2.set(method="rrf", k=20, weights=[0.5, 0.2, 0.3], depth=0, metric="nDCG@10")
+    assert ex2.values()["delta_tuned"] == pytest.approx(0.0, abs=1e-12)
+    assert "tuned (best.json)" in ex2.out_summary.value
     bundle = ex._repr_mimebundle_()
     assert "rrfbench explorer" in bundle["text/html"] and "application/vnd.jupyter.widget-view+json" in bundle

@@ -36,7 +36,7 @@ def test_atomic_writes_leave_nothing_half_written(tmp_path):
         raise RuntimeError("killed")
 
     with pytest.raises(RuntimeError):
-        store._replace_from(boom, tmp_path / "a" / "x.txt")
+        store.write_with(boom, tmp_path / "a" / "x.txt")
     assert (tmp_path / "a" / "x.txt").read_text() == "hello"  # the old file is intact
     assert os.listdir(tmp_path / "a") == ["x.txt"]  # no temporary left behind
 

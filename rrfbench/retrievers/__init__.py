@@ -14,7 +14,8 @@ kind           variants                                     options
                tokenizer)
 ``dense``      ``onnx-int8`` (default), ``onnx-int8-vnni``,
                ``onnx``, ``torch``, ``ann`` (FAISS HNSW
-               over the default backend's embeddings)
+               over the default backend's embeddings)       ``model`` (a local folder, or
+                                                            ``use-multilingual-v3``)
 ``rank_bm25``  ``regex`` (default), ``jieba``
 ``entity``     (none)                                       ``min_len``
 ``graph``      (none)                                       ``seed`` (a spec), ``hops``,
@@ -33,7 +34,7 @@ VARIANTS: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...]]] = {
     "bm25": ("en", ("en", "jieba"), ("k1", "b")),
     "fts5": ("or_tokens", ("or_tokens", "phrase", "and_tokens", "titan", "jieba", "trigram"),
              ("granularity", "span", "words", "overlap")),
-    "dense": ("onnx-int8", ("onnx-int8", "onnx-int8-vnni", "onnx", "torch", "ann"), ()),
+    "dense": ("onnx-int8", ("onnx-int8", "onnx-int8-vnni", "onnx", "torch", "ann"), ("model",)),
     "rank_bm25": ("regex", ("regex", "jieba"), ()),
     "entity": (None, (), ("min_len",)),
     "graph": (None, (), ("seed", "hops", "graph", "neighbours", "seed_limit", "direction")),
@@ -84,7 +85,7 @@ def make_retriever(spec: str, **options):
     if kind == "dense":
         from .dense import DenseRetriever
 
-        return DenseRetriever(**{"backend": variant, **options})
+        return DenseRetriever(**{"backend": variant, **opts, **options})
     if kind == "rank_bm25":
         from .rank_bm25 import RankBM25Retriever
 

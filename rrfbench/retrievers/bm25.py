@@ -22,6 +22,7 @@ from ..runs import Run
 from .base import lib_versions
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+QUERY_BATCH = 1000
 
 
 def _stemmer(language: str | None):
@@ -111,8 +112,14 @@ class BM25Retriever:
         qids = np.asarray(queries.qid, dtype=object)
         if not nonempty:
             return Run(pd.DataFrame(columns=["qid", "docid", "score"]), self.name)
-        idx, scores = model.retrieve([qtoks[i] for i in nonempty], k=k, show_progress=False,
-                                     n_threads=1)
+        parts_i, parts_s = [], []
+        for a in range(0, len(nonempty), QUERY_BATCH):  # bounded memory: k x batch at a time
+            batch = nonempty[a:a + QUERY_BATCH]
+            idx, scores = model.retrieve([qtoks[i] for i in batch], k=k, show_progress=False,
+                                         n_threads=1)
+            parts_i.append(idx)
+            parts_s.append(scores)
+        idx, scores = np.concatenate(parts_i), np.concatenate(parts_s)
         q_index = np.repeat(np.asarray(nonempty, dtype=np.int64), k)
         flat_idx, flat_s = idx.ravel(), scores.ravel().astype(np.float64)
         keep = flat_s > 0  # bm25s pads with zero-score non-matching documents

