@@ -164,7 +164,7 @@ def retrieve(
     dataset: Annotated[str, typer.Argument(help="a dataset name or folder (or use --suite)")] = None,
     suite: Annotated[str, typer.Option("--suite", help="every collection of a suite (datasets/suites.toml)")] = None,
     retriever: Annotated[list[str], typer.Option("-r", "--retriever",
-                                                 help="bm25, fts5[:phrase|:and_tokens], dense[:torch|:onnx|:onnx-int8], rank_bm25[:jieba]; repeatable")] = None,
+                                                 help="kind[:variant][;key=value]: bm25[:jieba], fts5[:phrase|:and_tokens|:titan|:jieba|:trigram], dense[:ann|:onnx|:torch|:onnx-int8-vnni], rank_bm25[:jieba], entity, graph; repeatable")] = None,
     split: Annotated[list[str], typer.Option("--split", help="repeatable")] = None,
     depth: Annotated[int, typer.Option(help="results per query")] = 1000,
     force: Annotated[bool, typer.Option("--force", help="Recompute even when cached.")] = False,
@@ -172,25 +172,38 @@ def retrieve(
     granularity: Annotated[str, typer.Option(help="fts5 retrievers: doc or span (sentences)")] = None,
     seed: Annotated[str, typer.Option(help="graph retrievers: the retriever whose top results seed the walk")] = None,
     hops: Annotated[int, typer.Option(help="graph retrievers: hops from the seeds")] = None,
+    scheduler: Annotated[str, typer.Option(help="encode dense corpora on a Dask scheduler, e.g. tcp://host:8786")] = None,
+    workers: Annotated[int, typer.Option(help="encode dense corpora on a local Dask cluster of N worker processes")] = None,
 ):
     """Retrieve (or reuse cached) runs and print their metrics.
 
     Spec options can also be written inline: ``-r 'fts5;granularity=span'``,
-    ``-r 'graph;seed=bm25;hops=1'``.
+    ``-r 'graph;seed=bm25;hops=1'``. With ``--workers``/``--scheduler`` dense corpora are
+    encoded in shards on a Dask cluster (same numbers as in-process).
     """
-    from .evaluation import coverage, evaluate
     from .metrics import parse_metrics
     from .retrievers import parse_spec
-    from .workflows import as_dataset, retrieve_result, retrieve_suite
 
     _one_of(dataset, suite)
     metrics = [str(m) for m in parse_metrics(metric or ["nDCG@10", "R@100", "RR@10"])]
     specs = _with_options(retriever or ["bm25"], granularity, seed, hops)
     for s in specs:  # every spec checked before any work starts
         parse_spec(s)
+    if suite and split:
+        raise InputError("--split: a suite's splits come from datasets/suites.toml")
+    if scheduler or workers is not None:
+        from .distributed import client_for
+
+        with client_for(scheduler, workers):
+            return _retrieve_run(dataset, suite, specs, split, depth, force, metrics)
+    _retrieve_run(dataset, suite, specs, split, depth, force, metrics)
+
+
+def _retrieve_run(dataset, suite, specs, split, depth, force, metrics):
+    from .evaluation import coverage, evaluate
+    from .workflows import as_dataset, retrieve_result, retrieve_suite
+
     if suite:
-        if split:
-            raise InputError("--split: a suite's splits come from datasets/suites.toml")
         rows = []
         for name, sp, res in retrieve_suite(suite, specs, depth, force, log=_log):
             from .datasets import load_dataset

@@ -10,7 +10,8 @@ imports Dask.
   the resumable parquet parts as results arrive (one writer). A lost worker's tasks are re-run
   elsewhere, so it costs only its chunks. A suite's collections travel together: its combined
   engine already scores every collection in one pass, so a task is (chunk x all collections).
-* Encoding: :func:`encode_shards` submits one task per shard of the corpus; each worker loads the
+* Encoding: inside ``client_for`` (the CLI's ``--workers``/``--scheduler``, or :func:`using` in
+  a notebook) a dense retriever's corpus encoding goes to the cluster. :func:`encode_shards` submits one task per shard of the corpus; each worker loads the
   model once (a per-process cache) and the client writes each shard's ``.npy`` as it arrives,
   so an interrupted encoding resumes from the finished shards.
 """
@@ -18,6 +19,7 @@ imports Dask.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from .errors import InputError, MissingDependencyError
 
@@ -30,6 +32,25 @@ def _dask():
             "distributed sweeps need Dask: pip install 'dask[distributed]' (or -e '.[scale]')"
         ) from None
     return distributed
+
+
+_ACTIVE: ContextVar = ContextVar("rrfbench_dask_client", default=None)
+
+
+def active_client():
+    """The client set by :func:`client_for` (or :func:`using`) around the current work, or
+    None: corpus encoding uses it without every call in between passing it along."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def using(client):
+    """Make ``client`` the active one (for corpus encoding) inside the block."""
+    token = _ACTIVE.set(client)
+    try:
+        yield client
+    finally:
+        _ACTIVE.reset(token)
 
 
 @contextmanager
@@ -45,7 +66,8 @@ def client_for(scheduler: str | None = None, workers: int | None = None):
         except OSError as exc:
             raise InputError(f"--scheduler: cannot reach {scheduler!r} ({exc})") from None
         try:
-            yield client
+            with using(client):
+                yield client
         finally:
             client.close()
         return
@@ -56,7 +78,8 @@ def client_for(scheduler: str | None = None, workers: int | None = None):
                                        silence_logs=40)
     client = distributed.Client(cluster)
     try:
-        yield client
+        with using(client):
+            yield client
     finally:
         client.close()
         cluster.close()
@@ -84,7 +107,7 @@ def encode_shard(model_name: str, backend: str, max_seq_length, texts: list[str]
 
     r = DenseRetriever(model=model_name, backend=backend, max_seq_length=max_seq_length,
                        show_progress=False)
-    return index, r.encode(texts, "document")
+    return index, r.encode_shard(texts)
 
 
 def encode_shards(client, retriever, shards: list[tuple[int, list[str]]]):

@@ -1,10 +1,11 @@
 """A reranking stage over a fused run (titan's ``reranker``), failing open.
 
-A reranker is anything with ``score(query, texts) -> scores`` (higher is more relevant):
+A reranker is anything with ``score(query, texts) -> scores`` (higher is more relevant), or
+``score_docs(dataset, query, docids)`` when it can use what is cached for the dataset:
 
-* :class:`BiEncoderReranker`: cosine between the query and each candidate's text with a
-  sentence-transformers bi-encoder (the packaged all-MiniLM-L6-v2 by default): real and
-  measurable here;
+* :class:`BiEncoderReranker`: cosine between the query and each candidate with a
+  sentence-transformers bi-encoder (the packaged all-MiniLM-L6-v2 by default), using the
+  dataset's cached corpus embeddings: real and measurable here;
 * :class:`CrossEncoderReranker`: a sentence-transformers ``CrossEncoder`` loaded from a local
   model folder (titan ships ``Xenova/ms-marco-MiniLM-L-6-v2``; no cross-encoder weights can be
   installed from the package registry here, so the tests wire up a small model built locally).
@@ -35,11 +36,27 @@ class BiEncoderReranker:
 
         self.encoder = DenseRetriever(model=model, backend=backend, show_progress=False)
         self.model = f"bi-encoder {model} ({backend})"
+        self._corpus = None  # (dataset fingerprint, embeddings, docid -> row)
 
     def score(self, query: str, texts: list[str]) -> list[float]:
+        """Cosines between the query and the texts, encoded together."""
         q = self.encoder.encode([query], "query")
         d = self.encoder.encode(list(texts), "document")
         return (d @ q[0]).astype(float).tolist()
+
+    def score_docs(self, dataset, query: str, docids: list[str]) -> list[float]:
+        """Cosines against the corpus embeddings the dense retriever cached for ``dataset``
+        (each document encoded once, in its fixed shard), so a document's score does not depend
+        on which other candidates it was reranked with (int8 dynamic quantisation would make
+        it depend on the batch) and a 300-query top-100 rerank encodes nothing but queries."""
+        key = dataset.fingerprint
+        if self._corpus is None or self._corpus[0] != key:
+            emb = np.asarray(self.encoder.corpus_embeddings(dataset), dtype=np.float32)
+            rows = {d: i for i, d in enumerate(dataset.corpus.docid)}
+            self._corpus = (key, emb, rows)
+        _, emb, rows = self._corpus
+        q = self.encoder.encode([query], "query")
+        return (emb[[rows[d] for d in docids]] @ q[0]).astype(float).tolist()
 
 
 class CrossEncoderReranker:
@@ -80,7 +97,11 @@ def rerank(run: Run, dataset, reranker, top: int = 100, queries: pd.DataFrame | 
             scores = [1.0] * len(docs)
         else:
             try:
-                scores = list(reranker.score(qtext.get(qid, ""), [texts.get(d, "") for d in docs]))
+                if hasattr(reranker, "score_docs"):
+                    scores = list(reranker.score_docs(dataset, qtext.get(qid, ""), docs))
+                else:
+                    scores = list(reranker.score(qtext.get(qid, ""),
+                                                 [texts.get(d, "") for d in docs]))
                 if len(scores) != len(docs) or not np.all(np.isfinite(scores)):
                     raise ValueError(f"reranker returned {len(scores)} scores for {len(docs)} "
                                      "texts or non-finite values")

@@ -201,6 +201,17 @@ def _source_digest(*modules) -> str:
     return h.hexdigest()[:16]
 
 
+VOLATILE_MANIFEST_KEYS = ("created", "embeddings_cached", "shards_encoded", "index_cached")
+
+
+def recipe(manifest: dict) -> dict:
+    """A run manifest without what changes when the same run is recomputed (when, how long:
+    every ``*_s`` timing, what was cached), so a recomputed identical run keeps saved results
+    valid."""
+    return {k: v for k, v in (manifest or {}).items()
+            if k not in VOLATILE_MANIFEST_KEYS and not k.endswith("_s")}
+
+
 def preset_cache_key(preset, dataset, protocol, metric: str) -> str:
     """Changes whenever the runs (their manifests), grid, protocol, dataset or the code that
     computes the result change."""
@@ -212,7 +223,7 @@ def preset_cache_key(preset, dataset, protocol, metric: str) -> str:
     from .retrievers.base import read_manifest
 
     ds = as_dataset(dataset)
-    manifests = [read_manifest(run_path(ds.name, split, retriever_name(spec)))
+    manifests = [recipe(read_manifest(run_path(ds.name, split, retriever_name(spec))))
                  for split in sorted({protocol.tune_split, protocol.eval_split})
                  for spec in preset.roles_available().values()]
     module = importlib.import_module(type(preset).__module__)
@@ -465,7 +476,7 @@ def _suite_key(members, specs, grid, metric, objective, rule, run_depth) -> str:
     from .retrievers import retriever_name, run_path
     from .retrievers.base import read_manifest
 
-    manifests = [read_manifest(run_path(ds.name, split, retriever_name(spec)))
+    manifests = [recipe(read_manifest(run_path(ds.name, split, retriever_name(spec))))
                  for ds, p in members for split in sorted({p.tune_split, p.eval_split})
                  for spec in specs]
     blob = json.dumps({"specs": list(specs), "grid": [c.to_json() for c in grid],

@@ -99,6 +99,28 @@ def test_interrupted_sharded_encoding_resumes(tiny_beir, tmp_path, monkeypatch):
     assert r.corpus_embeddings(ds, shard_size=1) is not None and encoded == [1, 1, 1, 1]
 
 
+def test_encoding_on_the_active_client_equals_in_process(tiny_beir, tmp_path, monkeypatch,
+                                                          cluster):
+    """``using(client)`` (what the CLI's --workers/--scheduler set) sends the shards to the
+    workers; the client writes them, and the numbers equal an in-process encoding."""
+    from rrfbench import load_dataset
+    from rrfbench.distributed import active_client, using
+    from rrfbench.retrievers.dense import DenseRetriever
+
+    ds = load_dataset(str(tiny_beir))
+    monkeypatch.setenv("RRFBENCH_CACHE", str(tmp_path / "local"))
+    local = np.asarray(DenseRetriever(show_progress=False).corpus_embeddings(ds, shard_size=2))
+    monkeypatch.setenv("RRFBENCH_CACHE", str(tmp_path / "dask"))
+    r = DenseRetriever(show_progress=False)
+    r.encode = None  # the client process must not encode anything itself
+    assert active_client() is None
+    with using(cluster):
+        assert active_client() is cluster
+        remote = np.asarray(r.corpus_embeddings(ds, shard_size=2))
+    assert active_client() is None and r.last_stats["shards_encoded"] == 2
+    assert np.array_equal(local, remote)
+
+
 @needs_cranfield
 def test_ann_recall_at_100_against_exact(cranfield, run_of):
     exact = run_of(cranfield, "dense")

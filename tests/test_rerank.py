@@ -15,6 +15,25 @@ def test_bi_encoder_reorders_by_meaning(tiny_beir):
     assert out.degraded == [] and out.run.df.docid.tolist()[0] == "d1"  # "green apples"
 
 
+def test_bi_encoder_scores_come_from_the_cached_corpus_embeddings(tiny_beir):
+    import numpy as np
+
+    from rrfbench import load_dataset
+    from rrfbench.retrievers.dense import DenseRetriever
+
+    ds = load_dataset(str(tiny_beir))
+    r = BiEncoderReranker()
+    docs = ["d4", "d1", "d3"]
+    got = r.score_docs(ds, "green fruit", docs)
+    enc = DenseRetriever(show_progress=False)
+    emb = np.asarray(enc.corpus_embeddings(ds))
+    rows = [ds.corpus.docid.tolist().index(d) for d in docs]
+    want = emb[rows] @ enc.encode(["green fruit"], "query")[0]
+    assert got == pytest.approx(want.tolist(), abs=1e-6)
+    # a document scores the same whoever it is reranked with
+    assert r.score_docs(ds, "green fruit", ["d1"])[0] == pytest.approx(got[1], abs=1e-7)
+
+
 class Broken:
     model = "broken"
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -274,12 +275,8 @@ class Preset:
         limit = self.limit_for(params, limit)
         lists: dict[str, dict[str, list[Hit]]] = {}
         for role, run in runs.items():
-            cut = run.df[run.df["rank"] <= self.depth(role, params, limit)]
-            per_q = {}
-            for q, g in cut.groupby("qid", sort=False):
-                hits = [Hit(d, s) for d, s in zip(g.docid.tolist(), g.score.tolist(), strict=True)]
-                per_q[q] = self.filter_hits(role, hits, params)
-            lists[role] = per_q
+            per_q = hits_by_query(run, self.depth(role, params, limit))
+            lists[role] = {q: self.filter_hits(role, hits, params) for q, hits in per_q.items()}
         qids = sorted(set().union(*[set(v) for v in lists.values()])) if lists else []
         rows_q, rows_d, rows_s = [], [], []
         for q in qids:
@@ -298,6 +295,31 @@ class Preset:
     def fidelity_lines(self) -> list[str]:
         return [f"{f.status}: {f.item}" + (f" ({f.note})" if f.note else "")
                 for f in self.fidelity]
+
+
+_HITS: dict[int, tuple] = {}
+
+
+def hits_by_query(run: Run, depth: int | None) -> dict[str, list[Hit]]:
+    """qid -> the run's top ``depth`` as :class:`Hit` lists (the run's order; queries by first
+    appearance). Memoised per run table and depth while the table lives: tuning runs the same
+    runs through every grid point, and building the lists was most of a preset's run time.
+    Callers must not mutate the lists (filters build new ones)."""
+    key = id(run.df)
+    entry = _HITS.get(key)
+    if entry is None or entry[0]() is not run.df:
+        entry = (weakref.ref(run.df), {})
+        _HITS[key] = entry
+        weakref.finalize(run.df, _HITS.pop, key, None)
+    memo = entry[1]
+    if depth not in memo:
+        df = run.df if depth is None else run.df[run.df["rank"] <= depth]
+        per_q: dict[str, list[Hit]] = {}
+        for q, d, s in zip(df["qid"].tolist(), df["docid"].tolist(), df["score"].tolist(),
+                           strict=True):
+            per_q.setdefault(q, []).append(Hit(d, s))
+        memo[depth] = per_q
+    return memo[depth]
 
 
 def ranked(scores: dict[str, float], ties: str = "stable") -> list[tuple[str, float]]:

@@ -389,7 +389,8 @@ class DenseRetriever:
         """The corpus embeddings, computed once per machine.
 
         Encoded in shards of ``shard_size`` documents, each written atomically as soon as it
-        is done (on a Dask ``client``'s workers when given, the model loaded once per worker),
+        is done (on a Dask ``client``'s workers when given, or the active one of
+        :func:`rrfbench.distributed.using`; the model loaded once per worker),
         so an interrupted encoding resumes from the finished shards; read back memory-mapped
         (:class:`EmbeddingShards`).
 
@@ -398,6 +399,10 @@ class DenseRetriever:
         slightly on the texts encoded with it, so the shard layout is part of the recipe (and of
         the cache key), and an in-process, a resumed and a Dask encoding give the same numbers.
         """
+        if client is None:
+            from ..distributed import active_client
+
+            client = active_client()
         folder = self.shard_dir(dataset)
         texts = dataset.doc_texts()
         n_shards = max(1, -(-len(texts) // shard_size))
@@ -421,7 +426,7 @@ class DenseRetriever:
 
                 done = encode_shards(client, self, shards)
             else:
-                done = ((i, self.encode(t, "document", chunk=len(t) + 1)) for i, t in shards)
+                done = ((i, self.encode_shard(t)) for i, t in shards)
             for i, emb in done:
                 write_npy(paths[i], emb)
                 bar.update(len(emb))
@@ -429,6 +434,11 @@ class DenseRetriever:
                     on_shard(i)
             bar.close()
         return EmbeddingShards(paths)
+
+    def encode_shard(self, texts: list[str]) -> np.ndarray:
+        """One shard of document texts in one call: the recipe both the in-process and the Dask
+        encoding follow (the shard layout decides the numbers, see :meth:`corpus_embeddings`)."""
+        return self.encode(texts, "document", chunk=len(texts) + 1)
 
     def embedding_params(self) -> dict:
         """The parameters that decide the corpus embeddings (not the search)."""

@@ -71,30 +71,48 @@ class RankBM25Retriever:
         return out
 
     def index(self, dataset):
+        """BM25Okapi over the tokenised corpus, plus postings (term -> document rows and term
+        frequencies) and each document's length-normalisation term."""
         from rank_bm25 import BM25Okapi
 
         if self._index is None or self._index[0] != dataset.fingerprint:
             tok = TOKENIZERS[self.tokenizer]
             model = BM25Okapi([tok(t) for t in dataset.doc_texts()], k1=self.k1, b=self.b,
                               epsilon=self.epsilon)
-            postings: dict[str, list[int]] = {}
-            for i, freqs in enumerate(model.doc_freqs):
-                for t in freqs:
-                    postings.setdefault(t, []).append(i)
+            rows: dict[str, list[int]] = {}
+            freqs: dict[str, list[int]] = {}
+            for i, doc in enumerate(model.doc_freqs):
+                for t, f in doc.items():
+                    rows.setdefault(t, []).append(i)
+                    freqs.setdefault(t, []).append(f)
+            postings = {t: (np.asarray(r), np.asarray(freqs[t])) for t, r in rows.items()}
+            doc_len = np.array(model.doc_len)
+            norm = model.k1 * (1 - model.b + model.b * doc_len / model.avgdl)
             self._index = (dataset.fingerprint, model,
-                           np.asarray(dataset.corpus.docid, dtype=object), postings)
-        return self._index[1], self._index[2], self._index[3]
+                           np.asarray(dataset.corpus.docid, dtype=object), postings, norm)
+        return self._index[1:]
+
+    def scores(self, model, postings, norm, terms: list[str]) -> np.ndarray:
+        """``BM25Okapi.get_scores(terms)``, bit for bit, touching only the documents that hold
+        a term: rank-bm25 adds ``idf * f * (k1 + 1) / (f + norm)`` for every document, which
+        is exactly 0.0 where ``f`` is 0, and the same elementwise arithmetic on the others
+        gives the same floats (checked against ``get_scores`` in the tests)."""
+        score = np.zeros(model.corpus_size)
+        for t in terms:  # a repeated query term counts again, as in get_scores
+            idx, f = postings[t]
+            score[idx] += (model.idf.get(t) or 0) * (f * (model.k1 + 1) / (f + norm[idx]))
+        return score
 
     def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:
-        model, docids, postings = self.index(dataset)
+        model, docids, postings, norm = self.index(dataset)
         tok = TOKENIZERS[self.tokenizer]
         frames = []
         for qid, text in zip(queries.qid, queries.text, strict=True):
             qt = [t for t in tok(text) if t in model.idf]
             if not qt:
                 continue
-            scores = model.get_scores(qt)
-            idx = np.unique(np.concatenate([postings[t] for t in qt]))
+            scores = self.scores(model, postings, norm, qt)
+            idx = np.unique(np.concatenate([postings[t][0] for t in qt]))
             top = idx[np.lexsort((docids[idx], -scores[idx]))][:depth]
             frames.append(pd.DataFrame({"qid": qid, "docid": docids[top], "score": scores[top]}))
         df = pd.concat(frames) if frames else pd.DataFrame(columns=["qid", "docid", "score"])

@@ -7,6 +7,7 @@ import pytest
 from rrfbench.datasets import load_dataset
 from rrfbench.errors import InputError
 from rrfbench.retrievers.rank_bm25 import RankBM25Retriever, jieba_tokenize, regex_tokenize
+from tests.conftest import needs_cranfield
 
 
 def test_tokenizers():
@@ -27,3 +28,23 @@ def test_scores_are_bm25okapi_and_only_matched(tiny_beir):
     assert set(got) == {"d1", "d2"}  # documents sharing no token are not in the run
     assert got["d1"] == pytest.approx(ref[0]) and got["d2"] == pytest.approx(ref[1])
     assert np.all(run.df.score.to_numpy() >= RankBM25Retriever.score_floor)
+
+
+@pytest.mark.parametrize("terms", [["green"], ["green", "apples"], ["apples", "green", "apples"],
+                                   ["red", "cars", "fast", "green"]])
+def test_postings_scores_equal_get_scores_bit_for_bit(tiny_beir, terms):
+    ds = load_dataset(str(tiny_beir))
+    r = RankBM25Retriever()
+    model, _, postings, norm = r.index(ds)
+    terms = [t for t in terms if t in model.idf]
+    assert terms
+    assert np.array_equal(r.scores(model, postings, norm, terms), model.get_scores(terms))
+
+
+@needs_cranfield
+def test_postings_scores_equal_get_scores_on_real_queries(cranfield):
+    r = RankBM25Retriever()
+    model, _, postings, norm = r.index(cranfield)
+    for text in cranfield.queries.text[:40]:
+        qt = [t for t in regex_tokenize(text) if t in model.idf]
+        assert np.array_equal(r.scores(model, postings, norm, qt), model.get_scores(qt))
