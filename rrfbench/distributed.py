@@ -18,6 +18,7 @@ imports Dask.
 
 from __future__ import annotations
 
+import weakref
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -90,10 +91,27 @@ def score_chunk(engine, configs, start_id: int, grid_hash: str, index: int):
     return index, engine.table(configs, start_id=start_id).assign(grid_hash=grid_hash)
 
 
+_SCATTERED: dict[int, tuple] = {}
+
+
+def scattered(client, engine):
+    """The engine's copy on every worker, scattered once per (client, engine) and reused by
+    later sweeps of the same engine (its lazily built per-depth tables then stay warm too)."""
+    key = id(engine)
+    entry = _SCATTERED.get(key)
+    if entry is not None and entry[0]() is engine and entry[1] == client.id \
+            and entry[2].status == "finished":
+        return entry[2]
+    remote = client.scatter(engine, broadcast=True)
+    _SCATTERED[key] = (weakref.ref(engine), client.id, remote)
+    weakref.finalize(engine, _SCATTERED.pop, key, None)
+    return remote
+
+
 def submit_chunks(client, engine, chunks: list[tuple[int, list, int]], grid_hash: str):
     """Submit (index, configs, start_id) chunks; yields (index, table) as they finish."""
     distributed = _dask()
-    remote = client.scatter(engine, broadcast=True)
+    remote = scattered(client, engine)
     futures = [client.submit(score_chunk, remote, cfgs, start, grid_hash, i, pure=False,
                              retries=3, key=f"rrfbench-chunk-{grid_hash}-{i}")
                for i, cfgs, start in chunks]
