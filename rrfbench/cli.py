@@ -556,7 +556,7 @@ def demo(
     first = d.timing_log[0]["wall_s"]
     console.print(f"demo wall time: {d.stages['total']:.1f} s this run "
                   f"({'all runs cached' if d.all_cached else 'some runs computed'}); first run "
-                  f"{first:.1f} s; report: {d.out / 'report.md'}", highlight=False)
+                  f"logged in demo_timing.json {first:.1f} s; report: {d.out / 'report.md'}", highlight=False)
 
 
 def _print_presets(dataset: str, rows) -> None:

@@ -77,6 +77,20 @@ def run_of():
 
 
 @pytest.fixture()
+def tiny_zh(tmp_path):
+    """A 2-document Chinese BEIR folder (one judged query) written on the fly."""
+    from rrfbench import load_dataset
+
+    d = tmp_path / "zh"
+    (d / "qrels").mkdir(parents=True)
+    (d / "corpus.jsonl").write_text('{"_id": "a", "title": "", "text": "北京是中国的首都"}\n'
+                                    '{"_id": "b", "title": "", "text": "上海是一个大城市"}\n')
+    (d / "queries.jsonl").write_text('{"_id": "q", "text": "中国的首都在哪里"}\n')
+    (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\ta\t1\n")
+    return load_dataset(str(d))
+
+
+@pytest.fixture()
 def tiny_beir(tmp_path):
     """A 4-document BEIR folder written on the fly."""
     d = tmp_path / "tiny"

@@ -81,6 +81,11 @@ def test_console_script_is_installed():
     (["fuse", "cranfield", "--config", "/nonexistent.json"], ["file not found"]),
     (["export", str(ROOT / "pyproject.toml"), "--to", "json"], ["not valid JSON"]),
     (["export", str(ROOT / "results" / "baselines.json"), "--to", "json"], ["older rrfbench"]),
+    (["retrieve", "cranfield", "--workers", "0"], ["--workers: 0 must be >= 1"]),
+    (["sweep", "cranfield", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"],
+     ["give --scheduler or --workers, not both"]),
+    (["compare", str(ROOT / "results" / "cranfield" / "best.json"), "/nonexistent.json"],
+     ["file not found"]),
 ])
 def test_wrong_arguments_one_line_exit_2(args, needles):
     one_line_error(*console(*args)[::2], *needles)

@@ -213,12 +213,9 @@ class Preset:
     def query_lists(self, runs: dict[str, Run], qid: str, params: dict, limit: int
                     ) -> dict[str, list[Hit]]:
         """One query's lists by role, cut at the system's depth and filtered per stream."""
-        out = {}
-        for role, run in runs.items():
-            df = run.df[(run.df.qid == qid) & (run.df["rank"] <= self.depth(role, params, limit))]
-            hits = [Hit(d, float(s)) for d, s in zip(df.docid, df.score, strict=True)]
-            out[role] = self.filter_hits(role, hits, params)
-        return out
+        return {role: self.filter_hits(role, hits_by_query(run, self.depth(role, params, limit))
+                                       .get(qid, []), params)
+                for role, run in runs.items()}
 
     def defaults(self) -> dict:
         return {k.name: k.default for k in self.knobs} | dict(self.extra_defaults)

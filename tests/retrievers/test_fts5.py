@@ -154,17 +154,10 @@ def test_span_index_ranks_documents_by_best_span(tmp_path):
     assert r.name == "fts5-span" and r.params()["granularity"] == "span"
 
 
-def test_chinese_tokenizers(tmp_path):
-    from rrfbench import load_dataset
+def test_chinese_tokenizers(tiny_zh):
     from rrfbench.retrievers import make_retriever
 
-    d = tmp_path / "zh"
-    (d / "qrels").mkdir(parents=True)
-    (d / "corpus.jsonl").write_text('{"_id": "a", "title": "", "text": "北京是中国的首都"}\n'
-                                    '{"_id": "b", "title": "", "text": "上海是一个大城市"}\n')
-    (d / "queries.jsonl").write_text('{"_id": "q", "text": "中国的首都在哪里"}\n')
-    (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\ta\t1\n")
-    ds = load_dataset(str(d))
+    ds = tiny_zh
     for spec in ("fts5:jieba", "fts5:trigram", "bm25:jieba"):
         run = make_retriever(spec).retrieve(ds, ds.split_queries("test"), 10)
         assert run.df.docid.tolist()[0] == "a", spec
