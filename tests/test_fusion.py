@@ -152,3 +152,37 @@ def test_bad_score_fusion_arguments():
         score_fusion([A, B], "convex", "x")
     with pytest.raises(InputError, match="missing: 'x' is not one of"):
         score_fusion([A, B], "convex", "minmax", missing="x")
+
+
+# --------------------------------------------------------------------------- found by mutmut
+def test_rrf_defaults_k60_weight1_rank_base1_on_one_run():
+    run = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0}}, "X")
+    fused = rrf([run])
+    assert fused.df.docid.tolist() == ["a", "b", "c"]
+    assert fused.df.score.tolist() == pytest.approx([1 / 61, 1 / 62, 1 / 63], abs=1e-15)
+    assert rrf([run], rank_base=0).df.score.tolist() == pytest.approx([1 / 60, 1 / 61, 1 / 62])
+
+
+def test_fusion_refuses_no_runs_and_names_the_option():
+    from rrfbench.errors import InputError
+
+    with pytest.raises(InputError, match="fusion needs at least one run"):
+        rrf([])
+    run = Run.from_dict({"q": {"a": 1.0}}, "X")
+    with pytest.raises(InputError, match=r"^k: "):
+        rrf([run, run], k=[1, 2, 3])
+    with pytest.raises(InputError, match=r"^weights: "):
+        rrf([run, run], weights=[1, 2, 3])
+
+
+def test_k_zero_needs_rank_base_one_and_bad_values_name_their_option():
+    from rrfbench.errors import InputError
+
+    run = Run.from_dict({"q": {"a": 2.0, "b": 1.0}}, "X")
+    assert rrf([run], k=0).df.score.tolist() == pytest.approx([1.0, 0.5])  # 1 / (0 + rank)
+    with pytest.raises(InputError, match=r"^k: "):
+        rrf([run], k=0, rank_base=0)  # 1 / (0 + 0)
+    with pytest.raises(InputError, match=r"^weights: "):
+        rrf([run], weights=[-1.0])
+    with pytest.raises(InputError, match=r"^depth: "):
+        rrf([run], depth=0)
