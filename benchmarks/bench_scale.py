@@ -51,13 +51,14 @@ def part_a():
     t0 = time.perf_counter()
     local = eng.table(grid)
     t_local = time.perf_counter() - t0
+    from rrfbench.distributed import chunk_map
     from rrfbench.engine import run_sweep
 
     with client_for(workers=2) as client:
         # warm: scatter the engine once and compile/load the kernels in both workers
-        run_sweep(eng, grid[:2048], None, chunk_size=256, progress=False, client=client)
+        run_sweep(eng, grid[:2048], None, chunk_size=256, progress=False, map_chunks=chunk_map(client))
         t0 = time.perf_counter()
-        remote = run_sweep(eng, grid, None, chunk_size=1024, progress=False, client=client)
+        remote = run_sweep(eng, grid, None, chunk_size=1024, progress=False, map_chunks=chunk_map(client))
         t_dask = time.perf_counter() - t0
     same = np.allclose(local["nDCG@10"].to_numpy(), remote["nDCG@10"].to_numpy(), atol=0)
     print(f"(a) sweep, scifact test, {len(grid)} configurations x {len(eng.qids)} queries")

@@ -10,11 +10,16 @@ fast.
 
 from __future__ import annotations
 
-__version__ = "0.2.0"
+import os
 
+from ._version import __version__
 from .datasets import Dataset, load_dataset
 from .errors import CoverageWarning, InputError, RrfbenchError, ValidationWarning
 from .evaluation import coverage, evaluate, evaluate_per_query
+from .explanations import compare as _compare
+from .explanations import explain as _explain
+from .explorer import explore as _explore
+from .exporters import render as _render
 from .fusion import rrf as fuse
 from .fusion import score_fusion
 from .results import PresetResult, SweepResult, load_result
@@ -27,34 +32,24 @@ from .workflows import tune_preset_suite as tune_suite
 
 def explain(runs, config, qid, qrels=None, top: int = 10):
     """How one query's fused top ``top`` came about; see :func:`rrfbench.explanations.explain`."""
-    from .explanations import explain as _explain
-
     return _explain(runs, config, qid, qrels, top)
 
 
 def compare(a, b, runs=None, qrels=None, metric: str = "nDCG@10"):
     """Per-query deltas and paired tests of two configurations or saved results; see
     :func:`rrfbench.explanations.compare`."""
-    from .explanations import compare as _compare
-
     return _compare(a, b, runs, qrels, metric)
 
 
 def explore(dataset, runs=None, split: str = "test", best=None):
     """A live fusion explorer widget for notebooks; see :mod:`rrfbench.explorer`."""
-    from .explorer import explore as _explore
-
     return _explore(dataset, runs, split, best=best)
 
 
 def export(result, fmt: str) -> str:
     """Render a result (or a saved best.json path) in a target system's configuration shape;
     see :func:`rrfbench.exporters.render`."""
-    import os
-
-    from .exporters import render
-
-    return render(load_result(result) if isinstance(result, (str, os.PathLike)) else result, fmt)
+    return _render(load_result(result) if isinstance(result, (str, os.PathLike)) else result, fmt)
 
 
 __all__ = ["Dataset", "Run", "Qrels", "SweepResult", "PresetResult", "InputError",

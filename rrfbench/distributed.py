@@ -5,13 +5,17 @@ imports Dask.
 
 * :func:`client_for` connects to a scheduler (``tcp://host:8786``) or starts a local cluster of
   ``workers`` processes (one thread each: the numba kernels are the parallel part).
-* Sweeps: :func:`rrfbench.engine.run_sweep` with ``client=`` scatters the engine to every worker
-  once and submits one task per chunk of the grid; the client alone writes each finished chunk to
+Neither the sweep engine nor the retrievers know Dask: the workflow hands them map functions
+(:mod:`rrfbench.parallel`) built here.
+
+* Sweeps: :func:`chunk_map` gives :func:`rrfbench.engine.run_sweep` a chunk map that scatters
+  the engine to every worker once and submits one task per chunk of the grid; the client alone writes each finished chunk to
   the resumable parquet parts as results arrive (one writer). A lost worker's tasks are re-run
   elsewhere, so it costs only its chunks. A suite's collections travel together: its combined
   engine already scores every collection in one pass, so a task is (chunk x all collections).
 * Encoding: inside ``client_for`` (the CLI's ``--workers``/``--scheduler``, or :func:`using` in
-  a notebook) a dense retriever's corpus encoding goes to the cluster. :func:`encode_shards` submits one task per shard of the corpus; each worker loads the
+  a notebook) the shard map of :mod:`rrfbench.parallel` is :func:`shard_map` of the client, so
+  a dense retriever's corpus encoding goes to the cluster. :func:`encode_shards` submits one task per shard of the corpus; each worker loads the
   model once (a per-process cache) and the client writes each shard's ``.npy`` as it arrives,
   so an interrupted encoding resumes from the finished shards.
 """
@@ -23,6 +27,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from .errors import InputError, MissingDependencyError
+from .parallel import mapping_shards
+from .retrievers.dense import DenseRetriever
 
 
 def _dask():
@@ -46,12 +52,29 @@ def active_client():
 
 @contextmanager
 def using(client):
-    """Make ``client`` the active one (for corpus encoding) inside the block."""
+    """Make ``client`` the active one inside the block: corpus encoding goes to its workers."""
     token = _ACTIVE.set(client)
     try:
-        yield client
+        with mapping_shards(shard_map(client)):
+            yield client
     finally:
         _ACTIVE.reset(token)
+
+
+def chunk_map(client):
+    """A chunk map (:mod:`rrfbench.parallel`) running on ``client``'s workers."""
+    def run(engine, chunks, grid_hash):
+        return submit_chunks(client, engine, chunks, grid_hash)
+
+    return run
+
+
+def shard_map(client):
+    """A shard map (:mod:`rrfbench.parallel`) running on ``client``'s workers."""
+    def run(retriever, shards):
+        return encode_shards(client, retriever, shards)
+
+    return run
 
 
 @contextmanager
@@ -121,8 +144,6 @@ def submit_chunks(client, engine, chunks: list[tuple[int, list, int]], grid_hash
 
 def encode_shard(model_name: str, backend: str, max_seq_length, texts: list[str], index: int):
     """A worker's task: one shard of document texts encoded (the model loads once per worker)."""
-    from .retrievers.dense import DenseRetriever
-
     r = DenseRetriever(model=model_name, backend=backend, max_seq_length=max_seq_length,
                        show_progress=False)
     return index, r.encode_shard(texts)

@@ -21,24 +21,34 @@ import itertools
 import json
 import os
 import shutil
+import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import _kernels as K
-from .errors import InputError, choice
-from .fusion import MISSING, NORMALISATIONS, check_numbers, normalise, score_floors
+from .errors import InputError
+from .fusion import (  # the fusion options are defined there; METHODS is re-exported here
+    METHODS,  # noqa: F401
+    MISSING,  # noqa: F401
+    NORMALISATIONS,  # noqa: F401
+    check_choices,
+    check_numbers,
+    normalise,
+    rrf,
+    score_floors,
+    score_fusion,
+)
 from .metrics import DEFAULT_METRICS, parse_metrics
+from .parallel import ChunkMap, local_chunks
 from .progress import progress as progress_bar
 from .runs import Qrels, Run
 from .store import write_json, write_parquet
 
-METHODS = ("rrf", "convex", "combsum", "combmnz")
 ABSENT = np.inf
 NO_DEPTH = 1e15
-_FAMILY = {"nDCG": K.NDCG, "R": K.RECALL, "RR": K.RR, "AP": K.AP, "P": K.PREC}
 
 
 @dataclass(frozen=True)
@@ -78,8 +88,6 @@ class Config:
 
     def fuse(self, runs: list[Run]) -> Run:
         """The fused run this configuration describes (reference path, for checks)."""
-        from .fusion import rrf, score_fusion
-
         if self.method == "rrf":
             return rrf(runs, k=list(self.k), weights=list(self.weights), rank_base=self.rank_base,
                        depth=list(self.depth), limit=self.limit)
@@ -103,8 +111,7 @@ class Config:
 
     def check(self, n_runs: int) -> None:
         """Raise :class:`InputError` unless this configuration can fuse ``n_runs`` runs."""
-        if self.method not in METHODS:
-            raise choice("method", self.method, METHODS)
+        check_choices(method=self.method)
         for what, v in (("k", self.k), ("weights", self.weights), ("depth", self.depth)):
             if len(v) != n_runs:
                 raise InputError(f"{what}: expected one value per run ({n_runs}), got {len(v)}")
@@ -116,13 +123,9 @@ class Config:
             check_numbers([self.limit], "limit", positive=True, integer=True)
         if self.method == "rrf":
             check_numbers(self.k, "k", positive=self.rank_base == 0)
-            if self.rank_base not in (0, 1):
-                raise choice("rank_base", self.rank_base, (0, 1))
+            check_choices(rank_base=self.rank_base)
         else:
-            if self.norm not in NORMALISATIONS:
-                raise choice("norm", self.norm, NORMALISATIONS)
-            if self.missing not in MISSING:
-                raise choice("missing", self.missing, MISSING)
+            check_choices(norm=self.norm, missing=self.missing)
             if any(d is not None for d in self.depth):
                 raise InputError("depth: score fusion uses each run's full depth in sweeps")
 
@@ -150,18 +153,10 @@ def make_grid(n_runs: int, methods=("rrf",), k=(60,), weights=None, depth=(None,
     weights, the usual default, is then always a grid point. Every value is checked; a bad one
     raises :class:`InputError` naming the option.
     """
-    for m in methods:
-        if m not in METHODS:
-            raise choice("method", m, METHODS)
-    for nm in norms:
-        if nm not in NORMALISATIONS:
-            raise choice("norm", nm, NORMALISATIONS)
-    for ms in missing:
-        if ms not in MISSING:
-            raise choice("missing", ms, MISSING)
-    for b in rank_base:
-        if b not in (0, 1):
-            raise choice("rank_base", b, (0, 1))
+    for values, name in ((methods, "method"), (norms, "norm"), (missing, "missing"),
+                         (rank_base, "rank_base")):
+        for v in values:
+            check_choices(**{name: v})
     if not k:
         raise InputError("k: give at least one value")
     check_numbers(k, "k", positive=0 in rank_base)
@@ -221,6 +216,8 @@ class FusionEngine:
     qids: list[str] = field(init=False)
 
     def __post_init__(self):
+        from . import _kernels as K  # numba (~0.5 s to import): loaded by the first engine
+
         self.metric_objs = parse_metrics(self.metrics)
         self.metric_names = [str(m) for m in self.metric_objs]
         if not self.runs:
@@ -281,7 +278,8 @@ class FusionEngine:
         self.rel_cand = np.where(found, pos, -1).astype(np.int64)
         self.rel_gain = qr.relevance.to_numpy(dtype=np.float64)
         self.n_rel = rel_counts.astype(np.int64)
-        self.fam = np.array([_FAMILY[m.family] for m in self.metric_objs], dtype=np.int64)
+        family = {"nDCG": K.NDCG, "R": K.RECALL, "RR": K.RR, "AP": K.AP, "P": K.PREC}
+        self.fam = np.array([family[m.family] for m in self.metric_objs], dtype=np.int64)
         self.cut = np.array([m.cutoff or K.INF_RANK for m in self.metric_objs], dtype=np.int64)
         self.idcg = np.zeros((len(self.qids), len(self.metric_objs)))
         grades = {q: np.sort(g.to_numpy(dtype=np.float64))[::-1]
@@ -318,6 +316,8 @@ class FusionEngine:
 
     def evaluate(self, configs: list[Config]) -> np.ndarray:
         """Per-query metric values, shape (configs, metrics, queries)."""
+        from . import _kernels as K
+
         C, R = len(configs), len(self.runs)
         modes = np.zeros(C, dtype=np.int64)
         ks = np.zeros((C, R))
@@ -380,20 +380,19 @@ def grid_hash(engine: FusionEngine, configs: list[Config]) -> str:
 
 def run_sweep(engine: FusionEngine, configs: list[Config], out: str | Path | None = None,
               chunk_size: int = 256, progress: bool = True, name: str = "sweep",
-              client=None, on_chunk=None) -> pd.DataFrame:
+              map_chunks: ChunkMap | None = None, on_chunk=None) -> pd.DataFrame:
     """Evaluate ``configs``; with ``out``, write ``out/<name>.parquet`` resumably (see module doc).
 
-    With a ``dask.distributed`` ``client``, chunks run as Dask tasks on its workers and this
-    process alone writes them (see :mod:`rrfbench.distributed`); the table is the same.
-    ``on_chunk(index)`` is called after each chunk is written (progress hooks, tests).
+    ``map_chunks`` scores the chunks (:mod:`rrfbench.parallel`; default: here, in order), e.g.
+    as Dask tasks (:func:`rrfbench.distributed.chunk_map`): this process alone writes them, and
+    the table is the same. ``on_chunk(index)`` is called after each chunk is written.
     """
-    if out is None and client is None:
+    if out is None and map_chunks is None:
         return engine.table(configs)
     if out is None:
-        import tempfile
-
         with tempfile.TemporaryDirectory() as tmp:
-            return run_sweep(engine, configs, tmp, chunk_size, progress, name, client, on_chunk)
+            return run_sweep(engine, configs, tmp, chunk_size, progress, name, map_chunks,
+                             on_chunk)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     final = out / f"{name}.parquet"
@@ -415,22 +414,13 @@ def run_sweep(engine: FusionEngine, configs: list[Config], out: str | Path | Non
                  for i in range(n_chunks) if i not in set(todo))
     bar = progress_bar(total=len(configs), desc=f"{name}: {len(configs)} configurations",
                        unit="cfg", initial=done_n, enabled=progress and bool(todo))
-    if client is not None:
-        from .distributed import submit_chunks
-
-        chunks = [(i, configs[i * chunk_size:(i + 1) * chunk_size], i * chunk_size) for i in todo]
-        finished = submit_chunks(client, engine, chunks, h)
-    else:
-        finished = ((i, engine.table(configs[i * chunk_size:(i + 1) * chunk_size],
-                                     start_id=i * chunk_size).assign(grid_hash=h)) for i in todo)
-    for i, table in finished:
+    chunks = [(i, configs[i * chunk_size:(i + 1) * chunk_size], i * chunk_size) for i in todo]
+    for i, table in (map_chunks or local_chunks)(engine, chunks, h):
         write_parquet(parts / f"chunk-{i:05d}.parquet", table)
         bar.update(len(table))
         if on_chunk is not None:
             on_chunk(i)
         if delay:
-            import time
-
             time.sleep(delay)
     bar.close()
     tables = [pd.read_parquet(parts / f"chunk-{i:05d}.parquet") for i in range(n_chunks)]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import asdict, dataclass
 
+import ir_measures
 import pandas as pd
 
 from .errors import CoverageWarning
@@ -78,8 +79,6 @@ def warn_coverage(run: Run, qrels: Qrels, what: str | None = None) -> Coverage:
 
 def evaluate_per_query(run: Run, qrels: Qrels, metrics=DEFAULT_METRICS) -> pd.DataFrame:
     """One row per judged query (index ``qid``, sorted), one column per canonical metric name."""
-    import ir_measures
-
     ms: list[Metric] = parse_metrics(metrics)
     measures = {ir_measures.parse_measure(str(m)): str(m) for m in ms}
     judged = qrels.qids

@@ -16,19 +16,21 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .engine import Config
 from .errors import InputError
+from .evaluation import evaluate_per_query
+from .fusion import normalise, score_floors
 from .runs import Qrels, Run
+from .stats import bootstrap_ci, paired_t, permutation_test
 
 
 def _as_config(config):
     """A fusion Config from a Config, a result object, or a configuration dict."""
-    from .engine import Config
-
     if isinstance(config, Config):
         return config
     if isinstance(config, dict):
         return Config.from_json(config)
-    if getattr(config, "kind", None) in ("sweep", "transfer") and not getattr(config, "preset", None):
+    if hasattr(config, "config_obj") and not getattr(config, "preset", None):
         return config.config_obj()
     raise InputError(f"explain: {type(config).__name__} is not a fusion configuration")
 
@@ -37,8 +39,6 @@ def best_single(runs, qrels: Qrels | None, metric: str = "nDCG@10") -> int:
     """Index of the best single run on ``qrels`` (by ``metric``), else 0."""
     if qrels is None or len(runs) == 1:
         return 0
-    from .evaluation import evaluate_per_query
-
     means = [evaluate_per_query(r, qrels, [metric])[metric].mean() for r in runs]
     return int(np.argmax(means))
 
@@ -50,8 +50,6 @@ def explain(runs, config, qid: str, qrels: Qrels | None = None, top: int = 10,
     ``config`` is a fusion :class:`~rrfbench.engine.Config` (or a saved sweep/suite result, or
     its ``config`` dict); for a preset use :func:`explain_preset`.
     """
-    from .fusion import normalise, score_floors
-
     cfg = _as_config(config)
     runs = list(runs)
     cfg.check(len(runs))
@@ -143,11 +141,36 @@ class ComparisonReport:
     wins: int
     losses: int
     ties: int
+    n_a: int = 0                 # queries each side had before pairing (the table holds the
+    n_b: int = 0                 # shared ones)
 
     def movers(self, n: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The ``n`` queries that moved most up (a better) and most down."""
         t = self.table
         return t.nlargest(n, "delta"), t.nsmallest(n, "delta")
+
+    def overlap_line(self) -> str | None:
+        """Said when the two sides did not hold the same queries."""
+        n = len(self.table)
+        if self.n_a in (0, n) and self.n_b in (0, n):
+            return None
+        return (f"partial overlap: {n} shared queries compared ({self.label_a} has {self.n_a}, "
+                f"{self.label_b} has {self.n_b})")
+
+    def overview(self) -> pd.DataFrame:
+        """One row: both means, the mean delta with its CI, the paired tests, wins/losses/ties
+        (the summary table; :attr:`table` holds the per-query values)."""
+        return pd.DataFrame([{
+            "a": self.label_a, "b": self.label_b, "queries": len(self.table),
+            f"{self.metric} a": self.mean_a, f"{self.metric} b": self.mean_b,
+            "delta": self.delta, "delta 95% CI": f"[{self.ci95[0]:+.4f}, {self.ci95[1]:+.4f}]",
+            "p (randomisation)": self.p_value, "p (t-test)": self.p_value_t,
+            "wins": self.wins, "losses": self.losses, "ties": self.ties}])
+
+    def view(self, movers: int = 5) -> list:
+        """What to show: the summary line and the queries that moved most each way."""
+        up, down = self.movers(movers)
+        return [self.summary(), ("a better", up), ("b better", down)]
 
     def summary(self) -> str:
         return (f"{self.label_a} vs {self.label_b} on {len(self.table)} queries: {self.metric} "
@@ -159,13 +182,11 @@ class ComparisonReport:
 
 def _per_query(x, runs, qrels, metric, name):
     """(qids, values, label) of a configuration on ``runs``/``qrels``, or of a saved result."""
-    from .evaluation import evaluate_per_query
-
     if hasattr(x, "per_query") and getattr(x, "kind", "") in ("sweep", "preset"):
         pq = x.per_query
         if not pq or "qids" not in pq:
             raise InputError(f"compare: {name} holds no per-query values")
-        label = x.label if x.kind == "sweep" else f"{x.preset} tuned"
+        label = x.label_for("config")
         return list(map(str, pq["qids"])), np.asarray(pq["tuned"], float), label, x.metric
     if runs is None or qrels is None:
         raise InputError(f"compare: {name} is a configuration; pass runs= and qrels=")
@@ -174,16 +195,30 @@ def _per_query(x, runs, qrels, metric, name):
     return list(pq.index), pq[metric].to_numpy(), cfg.label([r.name for r in runs]), metric
 
 
+def _same_evaluation(a, b) -> None:
+    """Two saved results compare only on the same data: same dataset, same corpus and qrels
+    (fingerprint) and the same evaluation split. Queries that merely share ids across
+    collections are not the same queries."""
+    if not all(hasattr(x, "fingerprint") and hasattr(x, "protocol") for x in (a, b)):
+        return
+    for what, va, vb in (("datasets", a.dataset, b.dataset),
+                         ("dataset fingerprints", a.fingerprint, b.fingerprint),
+                         ("evaluation splits", a.protocol.eval_split, b.protocol.eval_split)):
+        if va != vb:
+            raise InputError(f"compare: the results are on different {what} ({va} vs {vb}); "
+                             "a paired comparison needs the same queries and judgments")
+
+
 def compare(a, b, runs=None, qrels: Qrels | None = None, metric: str = "nDCG@10"
             ) -> ComparisonReport:
     """Paired comparison of two configurations (with ``runs`` and ``qrels``) or two saved
     results on the same queries."""
-    from .stats import bootstrap_ci, paired_t, permutation_test
-
+    _same_evaluation(a, b)
     qa, va, la, ma = _per_query(a, runs, qrels, metric, "a")
     qb, vb, lb, mb = _per_query(b, runs, qrels, metric, "b")
     if ma != mb:
         raise InputError(f"compare: the results use different metrics ({ma} vs {mb})")
+    n_a, n_b = len(qa), len(qb)
     if qa != qb:
         common = sorted(set(qa) & set(qb))
         if not common:
@@ -197,4 +232,5 @@ def compare(a, b, runs=None, qrels: Qrels | None = None, metric: str = "nDCG@10"
     lo, hi = bootstrap_ci(d)
     return ComparisonReport(table, ma, la, lb, float(va.mean()), float(vb.mean()),
                             float(d.mean()), (lo, hi), permutation_test(va, vb), paired_t(va, vb),
-                            int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum()))
+                            int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum()),
+                            n_a, n_b)

@@ -19,14 +19,18 @@ instead of an error. ``benchmarks/bench_explorer.py`` measures the slider-to-num
 from __future__ import annotations
 
 import html
+import os
 import time
 
 import numpy as np
 
 from .engine import Config, FusionEngine
 from .errors import InputError, MissingDependencyError
+from .explanations import explain
 from .fusion import MISSING, NORMALISATIONS
+from .results import load_result
 from .stats import bootstrap_ci, permutation_test
+from .workflows import as_dataset, load_runs
 
 CI_RESAMPLES = 10_000
 
@@ -46,8 +50,6 @@ class Explorer:
     def __init__(self, dataset, runs=None, split: str = "test",
                  specs=("bm25", "fts5", "dense"), metrics=("nDCG@10", "R@100", "RR@10"),
                  best=None):
-        from .workflows import as_dataset, load_runs
-
         self.dataset = as_dataset(dataset)
         self.split = split
         self.qrels = self.dataset.qrels(split)
@@ -224,8 +226,6 @@ class Explorer:
         q = self.w_query.value
         if q == "(none)":
             return ""
-        from .explanations import explain
-
         best = int(np.argmax(self._refs[1:, 0].mean(axis=1)))
         table = explain(self.runs, cfg, q, self.qrels, top=10, best=best)
         text = self.dataset.queries.set_index("qid").text.get(q, "")
@@ -251,10 +251,6 @@ def explore(dataset, runs=None, split: str = "test", specs=("bm25", "fts5", "den
             best=None) -> Explorer:
     """A live fusion explorer over ``runs`` (or the cached runs of ``specs``) on ``split``;
     ``best`` (a result object or a best.json path) names a tuned configuration to compare."""
-    import os
-
     if isinstance(best, (str, os.PathLike)):
-        from .results import load_result
-
         best = load_result(best)
     return Explorer(dataset, runs, split, specs, best=best)

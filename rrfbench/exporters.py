@@ -20,23 +20,25 @@ from __future__ import annotations
 import json
 import warnings
 
+import tomli_w
+import yaml
+
 from .errors import InputError, ValidationWarning
 from .literals import comment_block, js_value, num
+from .presets import export_formats
 
 GENERIC = ("json", "toml", "yaml", "python", "js", "ts")
 
 
 def formats() -> tuple[str, ...]:
-    from .presets import export_formats
-
     return GENERIC + tuple(export_formats())
 
 
 def validation_line(result) -> str | None:
     """What the configuration was validated on, or ``None`` when that was several collections."""
-    if result.kind == "transfer":
+    if result.validated_on() is None:
         return None
-    return (f"validated on one collection only ({result.dataset}); not cross-validated on "
+    return (f"validated on one collection only ({result.validated_on()}); not cross-validated on "
             "other collections: a default for unseen data needs a suite result "
             "(rrfbench sweep --suite)")
 
@@ -44,7 +46,7 @@ def validation_line(result) -> str | None:
 def provenance_lines(result, which: str = "recommended") -> list[str]:
     prov = result.provenance or {}
     head = f"rrfbench {prov.get('rrfbench', '?')} (git {str(prov.get('git_commit', '?'))[:12]})"
-    if result.kind == "transfer":
+    if result.validated_on() is None:  # a suite result
         s = result.summary
         chosen = result.recommended if which == "recommended" else {"label": result.label}
         return [head,
@@ -67,16 +69,10 @@ def provenance_lines(result, which: str = "recommended") -> list[str]:
     return lines
 
 
-def _config_of(result, which: str) -> dict:
-    if result.kind == "transfer" and which == "recommended":
-        return result.recommended["config"]
-    return result.config
-
-
 def constants(result, which: str = "recommended") -> dict:
     """The tuned values as a flat, format-neutral mapping."""
-    cfg = _config_of(result, which)
-    if result.kind == "preset" or getattr(result, "preset", None):
+    cfg = result.config_for(which)
+    if result.preset:
         # a knob set to None is "off": left out, as the system's own config would leave it
         return {k: v for k, v in cfg.items() if k in result.knobs and v is not None}
     runs = list(result.runs)
@@ -103,8 +99,6 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended") -> s
     For a suite result ``which`` picks the ``recommended`` configuration (the default when the
     verdict is "no evidence that it transfers") or the ``config`` selected on all collections.
     """
-    from .presets import export_formats
-
     systems = export_formats()
     if fmt not in GENERIC and fmt not in systems:
         raise InputError(f"--to: unknown export format {fmt!r}; choose from "
@@ -120,19 +114,15 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended") -> s
             raise InputError(f"--to {fmt} needs a result of `rrfbench tune DATASET --preset "
                              f"{owner.name}` (got {got}); a free fusion configuration may not "
                              "be expressible in that system's knobs")
-        return owner.exports[fmt](dict(owner.defaults() | _config_of(result, which)), prov)
+        return owner.exports[fmt](dict(owner.defaults() | result.config_for(which)), prov)
     c = {k: num(v) if not isinstance(v, dict) else {a: num(b) for a, b in v.items()}
          for k, v in constants(result, which).items()}
     header = comment_block("#", ["Tuned by rrfbench."] + prov)
     if fmt == "json":
         return json.dumps({**c, "_provenance": prov}, indent=2) + "\n"
     if fmt == "toml":
-        import tomli_w
-
         return header + tomli_w.dumps(c)
     if fmt == "yaml":
-        import yaml
-
         return header + yaml.safe_dump(c, sort_keys=False)
     if fmt == "python":
         lines = [f"{k.upper()} = {v!r}" for k, v in c.items()]

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .errors import InputError
+from .evaluation import evaluate_per_query
+
 
 @dataclass(frozen=True)
 class Degradation:
@@ -81,11 +84,7 @@ def degradation_study(preset, runs: dict, qrels, stream: str,
                       params: dict | None = None, metric: str = "nDCG@10", seed: int = 0
                       ) -> pd.DataFrame:
     """``stream`` out for a fraction of the queries: the system's metric and its loss."""
-    from .evaluation import evaluate_per_query
-
     if stream not in runs:
-        from .errors import InputError
-
         raise InputError(f"stream {stream!r} is not one of {', '.join(runs)}")
     qids = np.array(qrels.qids, dtype=object)
     order = np.random.default_rng(seed).permutation(len(qids))

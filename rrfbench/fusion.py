@@ -45,6 +45,27 @@ NORMALISATIONS = ("minmax", "zscore", "tmm", "none")
 SCORE_METHODS = ("convex", "combsum", "combmnz")
 METHODS = ("rrf",) + SCORE_METHODS
 MISSING = ("zero", "min")
+RANK_BASES = (0, 1)
+
+
+def check_choices(method=None, norm=None, missing=None, rank_base=None, *,
+                  methods: Sequence[str] = METHODS, option: str = "") -> None:
+    """The one check of the fusion options that take a fixed set of values (``None``: not
+    given). The error names the option: ``method``, or with ``option="--"`` as the command line
+    spells it (``--rank-base: '2' is not one of 0, 1``)."""
+    def err(name, value, allowed):
+        if option:
+            return choice(option + name.replace("_", "-"), str(value), allowed)
+        return choice(name, value, allowed)
+
+    if method is not None and method not in methods:
+        raise err("method", method, methods)
+    if norm is not None and norm not in NORMALISATIONS:
+        raise err("norm", norm, NORMALISATIONS)
+    if missing is not None and missing not in MISSING:
+        raise err("missing", missing, MISSING)
+    if rank_base is not None and rank_base not in RANK_BASES:
+        raise err("rank_base", rank_base, RANK_BASES)
 
 
 def _per_run(value, n: int, what: str) -> list:
@@ -95,8 +116,7 @@ def rrf(runs: Sequence[Run], k: float | Sequence[float] = 60, weights: Sequence[
     check_numbers(wl, "weights")
     check_numbers(_per_run(depth, n, "depth"), "depth", positive=True, integer=True)
     ks, ws = np.asarray(kl, dtype=np.float64), np.asarray(wl, dtype=np.float64)
-    if rank_base not in (0, 1):
-        raise choice("rank_base", rank_base, (0, 1))
+    check_choices(rank_base=rank_base)
     if ws.sum() <= 0:
         raise InputError("weights: at least one run needs a weight > 0")
     if limit:  # None or 0: no cut
@@ -155,12 +175,7 @@ def score_fusion(runs: Sequence[Run], method: str = "convex", norm: str = "minma
                  theoretical_min: Sequence[float | None] | None = None,
                  name: str | None = None) -> Run:
     """CombSUM / CombMNZ / convex combination of normalised scores (see module docstring)."""
-    if method not in SCORE_METHODS:
-        raise choice("method", method, SCORE_METHODS)
-    if norm not in NORMALISATIONS:
-        raise choice("norm", norm, NORMALISATIONS)
-    if missing not in MISSING:
-        raise choice("missing", missing, MISSING)
+    check_choices(method, norm, missing, methods=SCORE_METHODS)
     n = len(runs)
     if n == 0:
         raise InputError("fusion needs at least one run")

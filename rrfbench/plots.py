@@ -11,13 +11,14 @@ import os
 import numpy as np
 import pandas as pd
 
+from .engine import family_labels
+from .errors import InputError
+from .progress import in_notebook
 from .store import write_figure
 
 
 def _plt():
     import matplotlib
-
-    from .progress import in_notebook
 
     if not os.environ.get("DISPLAY") and not in_notebook():
         matplotlib.use("Agg")
@@ -113,8 +114,6 @@ def ternary(table: pd.DataFrame, names: list[str], metric: str, k: float | None 
     """Three runs' weight simplex coloured by the metric (best over k, or at one ``k``)."""
     plt = _plt()
     if len(names) != 3:
-        from .errors import InputError
-
         raise InputError(f"a ternary plot needs exactly three runs, got {len(names)}")
     t = _rrf_rows(table, names)
     if k is not None:
@@ -159,8 +158,6 @@ def win_loss(tuned, baseline, metric: str, baseline_name: str, path=None,
 def method_comparison(table: pd.DataFrame, metric: str, path=None, split: str | None = None):
     """Best value per fusion family (rrf, convex x norm x missing, combsum, combmnz)."""
     plt = _plt()
-    from .engine import family_labels
-
     s = table.assign(family=family_labels(table)).groupby("family")[metric].max().sort_values()
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(s) + 1.2))
     ax.barh(s.index, s.values, color="tab:blue")

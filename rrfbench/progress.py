@@ -15,6 +15,8 @@ import os
 import sys
 import time
 
+from tqdm import tqdm
+
 
 def on_terminal() -> bool:
     """True when stderr is an interactive terminal (and not a CI run)."""
@@ -112,8 +114,6 @@ def progress(iterable=None, *, total=None, desc: str = "", unit: str = "it", ini
     if not enabled:
         return _Off(iterable)
     if on_terminal():
-        from tqdm import tqdm
-
         return tqdm(iterable, total=total, desc=desc, unit=unit, initial=initial)
     if in_notebook() and _widgets_available():
         from tqdm.notebook import tqdm as nb_tqdm

@@ -7,10 +7,18 @@ table can be regenerated independently.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
+import numbers
 from pathlib import Path
 
+import pandas as pd
+
+from . import plots
 from .results import PresetResult, SweepResult, save_result
-from .store import write_text
+from .store import write_json, write_text
+from .transfer import spearman
 
 
 def ci(c) -> str:
@@ -19,6 +27,52 @@ def ci(c) -> str:
 
 def pval(p) -> str:
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def cell(column: str, v, signed: bool = False) -> str:
+    """One table cell as text, the same in the terminal and in report.md: numbers to 4
+    decimals, p-values as :func:`pval`, deltas and gains signed, missing values empty."""
+    if v is None or type(v).__name__ == "NAType":
+        return ""
+    if isinstance(v, (bool, str)) or isinstance(v, numbers.Integral):
+        return str(v)
+    if not isinstance(v, numbers.Real):
+        return str(v)
+    v = float(v)
+    if math.isnan(v):
+        return ""
+    c = str(column)
+    if c == "p" or c.startswith(("p ", "p(")):
+        return pval(v)
+    if signed or c.startswith(("delta", "gain")):
+        return f"{v:+.4f}"
+    return f"{v:.4f}"
+
+
+def cells(df, signed: bool = False) -> tuple[list[str], list[list[str]]]:
+    """A DataFrame's column names and its rows as text (:func:`cell`): what the CLI's rich
+    tables and report.md's markdown tables both show."""
+    cols = [str(c) for c in df.columns]
+    return cols, [[cell(c, _py(v), signed) for c, v in zip(cols, row, strict=True)]
+                  for row in df.itertuples(index=False)]
+
+
+def md_table(df, bold_first: bool = False, code=(), index: bool = False,
+             signed: bool = False) -> str:
+    """A DataFrame as a markdown table (cells as :func:`cell`); ``code`` columns in backticks,
+    ``bold_first`` sets the first row in bold, ``signed`` signs every number."""
+    cols, rows = cells(df.reset_index() if index else df, signed)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for i, row in enumerate(rows):
+        row = [f"`{t}`" if t and c in code else t for c, t in zip(cols, row, strict=True)]
+        lines.append("| " + " | ".join(f"**{t}**" if t and bold_first and i == 0 else t
+                                       for t in row) + " |")
+    return "\n".join(lines)
+
+
+def _py(v):
+    """numpy scalars as Python numbers (ints stay ints)."""
+    return v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v
 
 
 def sweep_section(r: SweepResult, plots: dict[str, str]) -> str:
@@ -39,13 +93,7 @@ def sweep_section(r: SweepResult, plots: dict[str, str]) -> str:
         "",
         f"Chosen configuration: `{r.label}`",
         "",
-        f"| system | {m} (eval) | 95% CI | delta vs tuned | p (randomisation) | p (t-test) |",
-        "|---|---|---|---|---|---|",
-        f"| **tuned** | **{ev.value:.4f}** | {ci(ev.ci95)} | | | |",
-        f"| best single run ({bs.name}) | {bs.value:.4f} | {ci(bs.ci95)} | "
-        f"{bs.delta:+.4f} | {pval(bs.p_value)} | {pval(bs.p_value_t)} |",
-        f"| RRF k=60, equal weights | {r60.value:.4f} | {ci(r60.ci95)} | "
-        f"{r60.delta:+.4f} | {pval(r60.p_value)} | {pval(r60.p_value_t)} |",
+        md_table(r.summary(), bold_first=True),
         "",
         f"{verdict} ({'significant at 0.05 against: ' + ', '.join(sig) if sig else 'no difference significant at 0.05'}).",
         "",
@@ -64,17 +112,14 @@ def sweep_section(r: SweepResult, plots: dict[str, str]) -> str:
     if r.family_best:
         lines += ["Best configuration of each fusion family (on the tuning queries; "
                   "evaluation value of that configuration):", "",
-                  f"| family | tune {m} | eval {m} | configuration |", "|---|---|---|---|"]
-        for fam, row in r.family_best.items():
-            lines.append(f"| {fam} | {row['tune']:.4f} | {row['eval']:.4f} | `{row['label']}` |")
-        lines.append("")
+                  md_table(r.families(), code=("configuration",)), ""]
     for title, path in plots.items():
         lines += [f"![{title}]({path})", ""]
     return "\n".join(lines)
 
 
 def knob_str(r: PresetResult) -> str:
-    return ", ".join(f"{k}={v}" for k, v in r.tuned_knobs().items())
+    return r.knobs_label()
 
 
 def presets_section(dataset: str, rows: list[PresetResult]) -> str:
@@ -83,20 +128,9 @@ def presets_section(dataset: str, rows: list[PresetResult]) -> str:
              "order, trimming, fallback) is reproduced on rrfbench runs and was checked against "
              "independent implementations; what around it is assumed or not modelled is listed "
              "below per system. Tuned only over the knobs the system exposes, within their "
-             "ranges. R@100 is bounded by the system's own result limit.", "",
-             "| system | shipped {m} | tuned {m} | 95% CI (tuned) | p vs shipped | "
-             "shipped R@100 | tuned R@100 | tuned knobs | protocol |".replace(
-                 "{m}", rows[0].metric if rows else "nDCG@10"),
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        m = r.metric
-        proto = (f"{r.protocol.tune_split} -> {r.protocol.eval_split}"
-                 if r.protocol.kind == "holdout" else f"{r.protocol.folds}-fold CV")
-        lines.append(
-            f"| {r.preset} | {r.shipped['metrics'][m]:.4f} | {r.tuned.value:.4f} | "
-            f"{ci(r.tuned.ci95)} | {pval(r.vs_shipped.p_value)} | "
-            f"{r.shipped['metrics'].get('R@100', float('nan')):.4f} | "
-            f"{r.tuned_metrics.get('R@100', float('nan')):.4f} | {knob_str(r)} | {proto} |")
+             "ranges. R@100 is bounded by the system's own result limit.", ""]
+    if rows:
+        lines.append(md_table(pd.DataFrame([r.row() for r in rows])))
     lines += ["", "Fidelity (what each preset reproduces, and how):", ""]
     for r in rows:
         items = "; ".join(f"*{f['status']}*: {f['item']}" + (f" ({f['note']})" if f["note"] else "")
@@ -121,32 +155,18 @@ def write_report(out_dir: Path, sections: dict[str, str]) -> Path:
 def retrievers_section(dataset: str, rows: list[dict]) -> str:
     if not rows:
         return ""
-    cols = [c for c in rows[0] if c not in ("cached",)]
-    lines = [f"## Single retrievers ({dataset})", "", "| " + " | ".join(cols) + " |",
-             "|" + "---|" * len(cols)]
-    for row in rows:
-        lines.append("| " + " | ".join(f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c])
-                                       for c in cols) + " |")
-    return "\n".join(lines) + "\n"
+    df = pd.DataFrame(rows).drop(columns=["cached"], errors="ignore")
+    return f"## Single retrievers ({dataset})\n\n" + md_table(df) + "\n"
 
 
 def write_sweep_outputs(result: SweepResult, table, eval_table, out: Path) -> dict[str, str]:
     """best.json, per_query.csv, PNG plots and report.md under ``out``; returns the plots."""
-    import hashlib
-    import json
-
-    import pandas as pd
-
-    from . import plots
-    from .store import write_json
-    from .store import write_text as _wt
-
     out = Path(out)
     names, metric = list(result.runs), result.metric
     split = result.protocol.eval_split
     tune_split = result.protocol.tune_split
     save_result(result, out / "best.json")
-    _wt(out / "per_query.csv", pd.DataFrame(result.per_query).to_csv(index=False))
+    write_text(out / "per_query.csv", pd.DataFrame(result.per_query).to_csv(index=False))
     # plots are drawn from the tables and the result: when neither changed, keep the PNGs
     d = result.to_json()
     d.pop("provenance", None)
@@ -184,10 +204,7 @@ def write_sweep_outputs(result: SweepResult, table, eval_table, out: Path) -> di
 # --------------------------------------------------------------------------- suites
 def transfer_section(r, plots: dict[str, str]) -> str:
     """The LOCO table, verdict, transfer matrix and collection characteristics of a suite."""
-    from .transfer import spearman
-
-    what = (f"free fusion ({' + '.join(r.runs)})" if r.family == "fusion"
-            else f"preset {r.family} within its own knobs")
+    what = r.what() + (" within its own knobs" if r.family != "fusion" else "")
     m = r.metric
     s = r.summary
     lines = [f"## Transfer across collections: suite `{r.suite}`, {what}", "",
@@ -195,66 +212,38 @@ def transfer_section(r, plots: dict[str, str]) -> str:
              f"`{r.objective}`, rule `{r.rule}`; {r.grid_size} grid points. Default: "
              f"{r.default['label']}.", "",
              f"**Verdict: {r.verdict}.** {r.verdict_reason}.", "",
+             *_rules(r),
              f"- Selected on all collections: `{r.label}`",
              f"- Recommended default: `{r.recommended['label']}` ({r.recommended['reason']})", "",
              "### Leave-one-collection-out", "",
              "Each row: selected on the *other* collections, evaluated on this collection's "
-             "evaluation split; p-values are paired randomisation tests on its queries.", "",
-             "| collection | queries | selected on the others | LOCO | default | delta vs default "
-             "[95% CI] | p | outcome | best single (others) | in-domain tuned (optimistic) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for row in r.loco:
-        d = row["default"]
-        bs = row.get("best_single")
-        bs_txt = f"{bs['name']} {bs['value']:.4f} (p {pval(bs['p_value'])})" if bs else "-"
-        ind = row["in_domain"]
-        lines.append(
-            f"| {row['collection']} | {row['n_queries']} | `{row['selected']}` | "
-            f"{row['loco']['value']:.4f} | {d['value']:.4f} | {d['delta']:+.4f} "
-            f"[{d['delta_ci95'][0]:+.4f}, {d['delta_ci95'][1]:+.4f}] | {pval(d['p_value'])} | "
-            f"{d['outcome']} | {bs_txt} | {ind['value']:.4f} ({ind['protocol']}; "
-            f"{ind['delta_vs_default']:+.4f} vs default) |")
+             "evaluation split; p-values are paired randomisation tests on its queries; "
+             "in-domain: tuned on the collection itself (optimistic).", "",
+             md_table(r.loco_table(), code=("selected on the others",))]
     mac = s["macro"]
     lines += ["",
               "Macro means (each collection weighs the same): LOCO "
               f"{mac['loco']:.4f}, default {mac['default']:.4f}"
               + (f", best single {mac['best_single']:.4f}" if "best_single" in mac else "")
-              + f", in-domain {mac['in_domain']:.4f}. LOCO gain {s['gain']:+.4f}: p = "
-              f"{pval(s['p_value_queries'])} over queries, p = {pval(s['p_value_collections'])} "
-              f"over collections (95% CI {s['gain_ci95_collections'][0]:+.4f} to "
-              f"{s['gain_ci95_collections'][1]:+.4f}). Significant wins / ties / losses vs the "
-              f"default: {s['wins']} / {s['ties']} / {s['losses']}.", ""]
+              + f", in-domain {mac['in_domain']:.4f}. Significant wins / ties / losses vs the "
+              f"default: {s['wins']} / {s['ties']} / {s['losses']}.", "",
+              md_table(r.macro(), code=("default", "recommended")), ""]
     if r.families:
         lines += ["### Each fusion family on its own", "",
                   "The same LOCO protocol with the grid restricted to one family (the default "
                   "stays RRF k=60 with equal weights).", "",
-                  "| family | selected on all | LOCO macro | gain vs default | p (queries) | "
-                  "p (collections) | W/T/L | verdict |", "|---|---|---|---|---|---|---|---|"]
-        for fam, f in r.families.items():
-            lines.append(f"| {fam} | `{f['selected']}` | {f['macro_loco']:.4f} | "
-                         f"{f['gain']:+.4f} | {pval(f['p_value_queries'])} | "
-                         f"{pval(f['p_value_collections'])} | {f['wins']}/{f['ties']}/"
-                         f"{f['losses']} | {f['verdict']} |")
-        lines.append("")
-    tm = r.transfer_matrix
+                  md_table(r.families_table(), code=("selected on all",)), ""]
     lines += ["### Transfer matrix", "",
               f"Tuned on the row's collection (its tuning split), evaluated on the column's "
               f"evaluation split: {m} delta vs the default there (diagonal: in-domain).", "",
-              "| tuned on \\ evaluated on | " + " | ".join(tm["collections"]) + " |",
-              "|---|" + "---|" * len(tm["collections"])]
-    for a, row in zip(tm["collections"], tm["delta"], strict=True):
-        lines.append(f"| {a} | " + " | ".join(f"{v:+.4f}" for v in row) + " |")
-    lines.append("")
+              md_table(r.matrix(), index=True, signed=True), ""]
     chars = list(r.characteristics)
     if chars:
-        cols = [c for c in ("docs", "eval_queries", "relevant_per_query", "query_words",
-                            "doc_words", "best_rrf_k", "in_domain_label") if c in chars[0]]
+        cols = ["collection"] + [c for c in ("docs", "eval_queries", "relevant_per_query",
+                                             "query_words", "doc_words", "best_rrf_k",
+                                             "in_domain_label") if c in chars[0]]
         lines += ["### What the collections have in common", "",
-                  "| collection | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
-        for c in chars:
-            lines.append(f"| {c['collection']} | " + " | ".join(
-                f"{c[k]:.2f}" if isinstance(c[k], float) else f"`{c[k]}`" if k == "in_domain_label"
-                else str(c[k]) for k in cols) + " |")
+                  md_table(r.characteristics_table()[cols], code=("in_domain_label",))]
         if "best_rrf_k" in chars[0] and len(chars) > 2:
             for k in ("relevant_per_query", "query_words", "doc_words", "docs"):
                 rho = spearman([c[k] for c in chars], [c["best_rrf_k"] for c in chars])
@@ -269,10 +258,24 @@ def transfer_section(r, plots: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def _rules(r) -> list[str]:
+    """How the verdict was reached: the multiplicity rule, the selection rule, the stability
+    check (recorded in the result's ``tests``), each on its own line."""
+    out = []
+    for key, title in (("multiplicity", "Multiplicity"), ("selection_rule", "Selection rule"),
+                       ("stability", "Stability")):
+        if r.tests.get(key):
+            out.append(f"- {title}: {r.tests[key]}")
+    st = r.stability
+    if st:
+        out.append(f"- Stability of this verdict: {st['stability']:.0%} of {st['B']} resamples "
+                   f"support it (same verdict {st['share_same_verdict']:.0%}, same selected "
+                   f"configuration {st['share_same_config']:.0%}; seed {st['seed']})")
+    return out + ([""] if out else [])
+
+
 def write_transfer_outputs(result, out: Path) -> dict[str, str]:
     """best.json, report.md and the plots of a suite result under ``out``."""
-    from . import plots
-
     out = Path(out)
     save_result(result, out / "best.json")
     made = {}

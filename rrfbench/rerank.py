@@ -18,11 +18,14 @@ nothing else: that query keeps its fused order and the failure is listed in ``de
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from .fusion import order_to_scores
+from .retrievers.dense import DEFAULT_BACKEND, DenseRetriever
 from .runs import Run
 
 RERANK_STAGE = "rerank"
@@ -31,9 +34,8 @@ RERANK_STAGE = "rerank"
 class BiEncoderReranker:
     """Cosine similarity of query and text embeddings (a dense retriever's encoder)."""
 
-    def __init__(self, model: str = "all-MiniLM-L6-v2", backend: str = "onnx-int8"):
-        from .retrievers.dense import DenseRetriever
-
+    def __init__(self, model: str = "all-MiniLM-L6-v2", backend: str | None = None):
+        backend = backend or DEFAULT_BACKEND
         self.encoder = DenseRetriever(model=model, backend=backend, show_progress=False)
         self.model = f"bi-encoder {model} ({backend})"
         self._corpus = None  # (dataset fingerprint, embeddings, docid -> row)
@@ -64,8 +66,6 @@ class CrossEncoderReranker:
     as titan's ``maxChars``)."""
 
     def __init__(self, path: str, max_chars: int = 500):
-        import os
-
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import CrossEncoder
 
@@ -110,8 +110,6 @@ def rerank(run: Run, dataset, reranker, top: int = 100, queries: pd.DataFrame | 
                                  "message": f"{type(exc).__name__}: {exc}"})
                 scores = list(fused)
         order = sorted(range(len(docs)), key=lambda i: -scores[i])  # stable: fused order on ties
-        from .fusion import order_to_scores
-
         for d, s in zip([docs[i] for i in order], order_to_scores([scores[i] for i in order]),
                         strict=True):
             rows.append((qid, d, float(s)))

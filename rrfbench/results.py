@@ -14,7 +14,12 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+import pandas as pd
+
+from .engine import Config
 from .errors import InputError
+from .runs import read_text
+from .store import write_json
 
 SCHEMA_VERSION = 2
 
@@ -85,6 +90,29 @@ TESTS = {"ci": "percentile bootstrap of the mean, 10000 resamples, seed 0",
          "p_value_t": "paired t-test, two-sided"}
 
 
+def _ci(c, sign: str = "") -> str:
+    """A 95% interval as text, 4 decimals: ``[0.6700, 0.7500]``."""
+    return f"[{c[0]:{sign}.4f}, {c[1]:{sign}.4f}]"
+
+
+def _flat(v) -> str | float:
+    """A scalar cell from a recorded value (a dict becomes ``key=value, ...``)."""
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={x:.4g}" if isinstance(x, float) else f"{k}={x}"
+                         for k, x in v.items() if not isinstance(x, (dict, list, tuple)))
+    return v
+
+
+WHICH = ("config", "recommended")
+
+
+def check_which(which: str) -> str:
+    """``which`` names a configuration of a result: ``config`` (selected) or ``recommended``."""
+    if which not in WHICH:
+        raise InputError(f"--which: {which!r} is not one of {', '.join(WHICH)}")
+    return which
+
+
 def plain(obj):
     """JSON-ready: dataclasses to dicts, tuples to lists."""
     if hasattr(obj, "to_json"):
@@ -124,15 +152,49 @@ class SweepResult:
     kind: str = "sweep"
     schema_version: int = SCHEMA_VERSION
 
+    preset = None                      # a fusion result: no studied system
+
     @property
     def label(self) -> str:
         return self.config["label"]
 
-    def config_obj(self):
-        """The chosen configuration as a :class:`rrfbench.engine.Config`."""
-        from .engine import Config
+    def config_for(self, which: str = "config") -> dict:
+        """The configuration to apply: one dataset's result has one (``which`` is accepted for
+        every result kind alike: ``config`` or ``recommended``)."""
+        check_which(which)
+        return self.config
 
-        return Config.from_json(self.config)
+    def label_for(self, which: str = "config") -> str:
+        check_which(which)
+        return self.label
+
+    def config_obj(self, which: str = "config"):
+        """The chosen configuration as a :class:`rrfbench.engine.Config`."""
+        return Config.from_json(self.config_for(which))
+
+    def validated_on(self) -> str | None:
+        """Why a default for unseen data needs more than this result (``None``: a suite)."""
+        return self.dataset
+
+    def summary(self) -> pd.DataFrame:
+        """The tuned configuration vs the baselines on the evaluation queries: one row each
+        (the table the CLI, report.md and notebook 02 show)."""
+        m = self.metric
+        ev, bs, r60 = self.tuned, self.baselines["best_single"], self.baselines["rrf60_equal"]
+        rows = [{"system": f"tuned: {self.label}", f"{m} (eval)": ev.value, "95% CI": _ci(ev.ci95),
+                 "delta vs tuned": None, "p (randomisation)": None, "p (t-test)": None}]
+        for name, b in ((f"best single run ({bs.name})", bs), ("RRF k=60, equal weights", r60)):
+            rows.append({"system": name, f"{m} (eval)": b.value, "95% CI": _ci(b.ci95),
+                         "delta vs tuned": b.delta, "p (randomisation)": b.p_value,
+                         "p (t-test)": b.p_value_t})
+        return pd.DataFrame(rows)
+
+    def families(self) -> pd.DataFrame:
+        """The best configuration of each fusion family (tuning value, evaluation value)."""
+        m = self.metric
+        return pd.DataFrame([{"family": fam, f"tune {m}": row["tune"], f"eval {m}": row["eval"],
+                              "configuration": row["label"]}
+                             for fam, row in self.family_best.items()])
 
     def to_json(self) -> dict:
         return plain({f.name: getattr(self, f.name) for f in fields(self)})
@@ -176,10 +238,47 @@ class PresetResult:
     kind: str = "preset"
     schema_version: int = SCHEMA_VERSION
 
+    def config_for(self, which: str = "config") -> dict:
+        """The tuned knob values (``which`` as for every result kind)."""
+        check_which(which)
+        return self.config
+
+    def label_for(self, which: str = "config") -> str:
+        check_which(which)
+        return f"{self.preset} tuned"
+
+    def validated_on(self) -> str | None:
+        return self.dataset
+
     def tuned_knobs(self) -> dict:
         """The knobs tuning could change, with their tuned values."""
         return {k: v for k, v in self.config.items()
                 if k in self.knobs and not self.knobs[k].get("fixed")}
+
+    def knobs_label(self) -> str:
+        """The tuned knobs as ``name=value, ...``."""
+        return ", ".join(f"{k}={v}" for k, v in self.tuned_knobs().items())
+
+    def row(self) -> dict:
+        """One row of the studied-systems table (shipped vs tuned on the evaluation queries);
+        ``pd.DataFrame([r.row() for r in results])`` is the table."""
+        m, p = self.metric, self.protocol
+        return {"preset": self.preset, f"shipped {m}": self.shipped["metrics"][m],
+                f"tuned {m}": self.tuned.value, "95% CI (tuned)": _ci(self.tuned.ci95),
+                "p vs shipped": self.vs_shipped.p_value,
+                "shipped R@100": self.shipped["metrics"].get("R@100", float("nan")),
+                "tuned R@100": self.tuned_metrics.get("R@100", float("nan")),
+                "tuned knobs": self.knobs_label(),
+                "protocol": (f"{p.tune_split} -> {p.eval_split}" if p.kind == "holdout"
+                             else f"{p.folds}-fold CV")}
+
+    def summary(self) -> pd.DataFrame:
+        """Shipped vs tuned: two rows, the tuning metric and R@100."""
+        m = self.metric
+        return pd.DataFrame([
+            {"": "shipped", m: self.shipped["metrics"][m],
+             "R@100": self.shipped["metrics"].get("R@100", float("nan"))},
+            {"": "tuned", m: self.tuned.value, "R@100": self.tuned_metrics.get("R@100", float("nan"))}])
 
     def to_json(self) -> dict:
         return plain({f.name: getattr(self, f.name) for f in fields(self)})
@@ -195,12 +294,156 @@ class PresetResult:
         return cls(**d)
 
 
-RESULT_TYPES = {"sweep": SweepResult, "preset": PresetResult}
+@dataclass(frozen=True)
+class TransferResult:
+    """A suite result: LOCO table, verdict, the selected and the recommended configuration."""
+
+    suite: str
+    collections: tuple
+    family: str                        # "fusion" or a preset's name
+    metric: str
+    objective: str
+    rule: str
+    protocols: dict                    # collection -> Protocol (as JSON)
+    config: dict                       # selected on all collections (fuse --config applies it)
+    label: str
+    default: dict                      # {"config", "label"}: RRF k=60 equal, or shipped values
+    recommended: dict                  # {"config", "label", "reason"}
+    verdict: str
+    verdict_reason: str
+    loco: tuple                        # one row per collection
+    summary: dict
+    transfer_matrix: dict              # {"collections", "delta", "value"}
+    characteristics: tuple             # per collection: stats and the k it prefers
+    grid_size: int
+    runs: tuple = ()                   # fusion: the run names the configuration weights
+    specs: tuple = ()                  # fusion: the retriever spec of each run
+    per_collection: dict = field(default_factory=dict)  # values of config/recommended/default
+    preset: str | None = None          # preset: its name
+    knobs: dict = field(default_factory=dict)
+    k_curves: dict = field(default_factory=dict)
+    families: dict = field(default_factory=dict)   # per fusion family: LOCO summary + verdict
+    assumptions: tuple = ()
+    provenance: dict = field(default_factory=dict)
+    tests: dict = field(default_factory=dict)
+    # how often selection and verdict hold on resampled / perturbed queries: {"B", "seed",
+    # "stability", "verdict_before", "share_same_verdict", "share_same_config",
+    # "share_same_family", "share_supporting", "per_collection", "schemes", "perturbation",
+    # "tests", "rule", ...} (rrfbench.transfer.stability); empty in files written before it
+    stability: dict = field(default_factory=dict)
+    kind: str = "transfer"
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def dataset(self) -> str:
+        return f"suite {self.suite} ({', '.join(self.collections)})"
+
+    def config_for(self, which: str = "config") -> dict:
+        """``config``: selected on all collections; ``recommended``: what the verdict supports
+        (the selected configuration, or the default when the evidence is not there)."""
+        check_which(which)
+        return self.config if which == "config" else self.recommended["config"]
+
+    def label_for(self, which: str = "config") -> str:
+        check_which(which)
+        return self.label if which == "config" else self.recommended["label"]
+
+    def config_obj(self, which: str = "config"):
+        return Config.from_json(self.config_for(which))
+
+    def validated_on(self) -> str | None:
+        return None  # validated leave-one-collection-out across the suite
+
+    def what(self) -> str:
+        """``free fusion (bm25 + dense)`` or ``preset titan``."""
+        return (f"free fusion ({' + '.join(self.runs)})" if self.family == "fusion"
+                else f"preset {self.family}")
+
+    def loco_table(self) -> pd.DataFrame:
+        """The leave-one-collection-out table: one row per collection, selected on the others
+        and scored on it, vs the default (and, when recorded, the stability of the choice and
+        multiplicity-adjusted p-values)."""
+        stability = getattr(self, "stability", None)
+        rows = []
+        for row in self.loco:
+            d = row["default"]
+            bs = row.get("best_single")
+            ind = row.get("in_domain") or {}
+            out = {"collection": row["collection"], "queries": row.get("n_queries"),
+                   "selected on the others": row["selected"], "LOCO": row["loco"]["value"],
+                   "default": d["value"], "delta": d["delta"],
+                   "delta 95% CI": _ci(d["delta_ci95"], "+") if "delta_ci95" in d else None,
+                   "p": d["p_value"]}
+            for key, v in d.items():  # multiplicity-adjusted p-values, when recorded
+                if key.startswith("p_value_") and isinstance(v, (int, float)):
+                    out["p " + key[len("p_value_"):].replace("_", " ")] = v
+            out["outcome"] = d["outcome"]
+            out["best single (others)"] = (f"{bs['name']} {bs['value']:.4f}" if bs else None)
+            out["in-domain"] = ind.get("value")
+            out["in-domain protocol"] = ind.get("protocol")
+            st = row.get("stability")
+            if st is None and isinstance(stability, dict):
+                st = stability.get(row["collection"], stability.get("per_collection", {}).get(
+                    row["collection"]) if isinstance(stability.get("per_collection"), dict) else None)
+            if st:
+                out["stability"] = _flat(st)
+            rows.append(out)
+        return pd.DataFrame(rows)
+
+    def macro(self) -> pd.DataFrame:
+        """One row: the macro LOCO summary, the verdict and the recommended default (concat the
+        rows of several suite results to compare free fusion with the studied systems)."""
+        s = self.summary
+        mac = s["macro"]
+        row = {"family": self.family, "default": self.default["label"],
+               "LOCO macro": mac["loco"], "default macro": mac["default"], "gain": s["gain"],
+               "gain 95% CI (collections)": (_ci(s["gain_ci95_collections"], "+")
+                                             if "gain_ci95_collections" in s else None),
+               "p (queries)": s["p_value_queries"], "p (collections)": s["p_value_collections"],
+               "W/T/L": f"{s['wins']}/{s['ties']}/{s['losses']}"}
+        st = self.stability
+        if st:  # how often the verdict and the selection hold on resampled / perturbed queries
+            row["stability"] = st.get("stability")
+            row["same verdict"] = st.get("share_same_verdict")
+            row["same config"] = st.get("share_same_config")
+        row |= {"verdict": self.verdict, "recommended": self.recommended["label"]}
+        return pd.DataFrame([row])
+
+    def families_table(self) -> pd.DataFrame:
+        """Each fusion family on its own (the same LOCO protocol, the grid restricted)."""
+        return pd.DataFrame([{"family": fam, "selected on all": f["selected"],
+                              "LOCO macro": f["macro_loco"], "gain vs default": f["gain"],
+                              "p (queries)": f["p_value_queries"],
+                              "p (collections)": f["p_value_collections"],
+                              "W/T/L": f"{f['wins']}/{f['ties']}/{f['losses']}",
+                              "stability": (f.get("stability") or {}).get("stability"),
+                              "verdict": f["verdict"]} for fam, f in self.families.items()])
+
+    def matrix(self) -> pd.DataFrame:
+        """Transfer matrix: tuned on the row's collection, delta vs the default on the column's."""
+        tm = self.transfer_matrix
+        return pd.DataFrame(tm["delta"], index=pd.Index(tm["collections"], name="tuned on"),
+                            columns=list(tm["collections"]))
+
+    def characteristics_table(self) -> pd.DataFrame:
+        """Per collection: its statistics and the RRF k it prefers."""
+        return pd.DataFrame(list(self.characteristics))
+
+    def to_json(self) -> dict:
+        return plain({f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def from_json(cls, d: dict) -> TransferResult:
+        d = dict(d)
+        for key in ("collections", "loco", "characteristics", "runs", "assumptions", "specs"):
+            d[key] = tuple(d.get(key, ()))
+        return cls(**d)
 
 
-def register_result_type(kind: str, cls) -> None:
-    """Let :func:`load_result` read another result kind (e.g. a suite's transfer result)."""
-    RESULT_TYPES[kind] = cls
+
+# Every result kind, declared here and nowhere else: loading a best.json never depends on what
+# was imported before.
+RESULT_TYPES = {"sweep": SweepResult, "preset": PresetResult, "transfer": TransferResult}
 
 
 def result_from_json(d: dict, path: str | Path | None = None):
@@ -225,9 +468,7 @@ def result_from_json(d: dict, path: str | Path | None = None):
 
 
 def load_result(path: str | Path):
-    """A :class:`SweepResult`, :class:`PresetResult` (or registered kind) from a best.json."""
-    from .runs import read_text
-
+    """A :class:`SweepResult`, :class:`PresetResult` or :class:`TransferResult` from a best.json."""
     path = Path(path)
     try:
         d = json.loads(read_text(path))
@@ -238,8 +479,6 @@ def load_result(path: str | Path):
 
 def save_result(result, path: str | Path) -> Path:
     """Write ``result.to_json()`` to ``path`` atomically."""
-    from .store import write_json
-
     return write_json(path, result.to_json())
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import warnings
 import zlib
 from collections.abc import Iterable, Mapping
@@ -21,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .errors import CoverageWarning, InputError
-from .store import write_text
+from .store import write_parquet, write_text
 
 RUN_COLUMNS = ["qid", "docid", "score", "rank"]
 QRELS_COLUMNS = ["qid", "docid", "relevance"]
@@ -157,8 +159,6 @@ def manifest_path(run_file: str | Path) -> Path:
 
 
 def _sidecar_meta(path: Path) -> dict:
-    import json
-
     m = manifest_path(path)
     if not m.exists():
         return {}
@@ -356,10 +356,6 @@ class Run:
 
     def to_parquet(self, path: str | Path) -> Path:
         """Write the ranked table as parquet (ids dictionary-encoded), atomically."""
-        import pyarrow as pa
-
-        from .store import write_parquet
-
         table = pa.table({"qid": pa.array(self.df.qid.to_numpy(dtype=object), pa.string()).dictionary_encode(),
                           "docid": pa.array(self.df.docid.to_numpy(dtype=object), pa.string()),
                           "score": pa.array(self.df.score.to_numpy(np.float64)),

@@ -5,6 +5,8 @@
   p-value from Student's t distribution via scipy.special, which imports much faster).
 * :func:`permutation_test`: two-sided paired randomisation test by random sign flips of the
   per-query differences (Smucker, Allan & Carterette, CIKM 2007).
+* :func:`holm`: Holm's step-down adjustment of p-values for a family of tests (Holm 1979):
+  family-wise error at most ``alpha`` under any dependence between the tests.
 
 Identical inputs give p = 1; a fixed seed makes every number reproducible.
 """
@@ -117,3 +119,25 @@ def hierarchical_bootstrap(deltas, n_resamples: int = 10_000, seed: int = 0,
         p = float(min(1.0, 2 * min(np.mean(boot <= 0), np.mean(boot >= 0))))
     return {"ci95": (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))),
             "p_value": p, "mean": observed}
+
+
+# --------------------------------------------------------------------------- multiplicity
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values along the last axis (Holm 1979).
+
+    Sort the m p-values ascending, multiply the i-th smallest (i = 1..m) by ``m - i + 1``, take
+    the running maximum and cap at 1; a test is rejected at family-wise level ``alpha`` when its
+    adjusted p-value is below ``alpha``. Uniformly more powerful than Bonferroni, valid under any
+    dependence between the tests. Works on one family (1-D) or a stack of families (..., m).
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    if p.size == 0:
+        return p.copy()
+    m = p.shape[-1]
+    order = np.argsort(p, axis=-1, kind="stable")
+    ranked = np.take_along_axis(p, order, axis=-1) * (m - np.arange(m))
+    adj = np.minimum(1.0, np.maximum.accumulate(ranked, axis=-1))
+    out = np.empty_like(adj)
+    np.put_along_axis(out, order, adj, axis=-1)
+    return out
+

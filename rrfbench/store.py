@@ -19,11 +19,17 @@ import gzip
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import tempfile
 import time
 from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from ._version import __version__
 
 
 # --------------------------------------------------------------------------- roots
@@ -106,16 +112,12 @@ def write_parquet(path: str | Path, df) -> Path:
         elif hasattr(df, "to_parquet"):
             df.to_parquet(tmp, index=False)
         else:
-            import pyarrow.parquet as pq
-
             pq.write_table(df, tmp)
     return write_with(w, path, ".parquet")
 
 
 def write_npy(path: str | Path, array) -> Path:
     """A NumPy array as ``.npy``, atomically."""
-    import numpy as np
-
     def w(tmp):
         with open(tmp, "wb") as fh:
             np.save(fh, array)
@@ -130,8 +132,6 @@ def write_figure(path: str | Path, fig, dpi: int = 110) -> Path:
 
 def write_sqlite(path: str | Path, build) -> Path:
     """Build an SQLite database with ``build(connection)`` and move it onto ``path`` when done."""
-    import sqlite3
-
     def w(tmp):
         os.unlink(tmp)  # sqlite3 creates the file itself
         con = sqlite3.connect(tmp)
@@ -163,8 +163,6 @@ def git_commit() -> str:
 def provenance(dataset=None, **extra) -> dict:
     """Who made these numbers: rrfbench version, git commit, time, and the dataset's
     name and content fingerprint when given."""
-    from . import __version__
-
     out = {"rrfbench": __version__, "git_commit": git_commit(), "created": utc_now()}
     if dataset is not None:
         out = {"dataset": dataset.name, "fingerprint": dataset.fingerprint, **out}

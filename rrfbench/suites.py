@@ -15,7 +15,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .datasets import available_datasets, search_path
 from .errors import InputError
+from .runs import read_text
 from .store import project_root
 
 DEFAULT_SUITE = "en"
@@ -50,8 +52,6 @@ def suites_file() -> Path:
 
 
 def _read(path: Path) -> dict:
-    from .runs import read_text
-
     try:
         data = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
@@ -63,8 +63,6 @@ def _read(path: Path) -> dict:
 
 def load_suites(path: str | Path | None = None) -> dict[str, Suite]:
     """Every suite of the file, resolved against the datasets on the search path."""
-    from .datasets import available_datasets
-
     path = Path(path) if path else suites_file()
     data = _read(path)
     collections = data.get("collections", {})
@@ -89,8 +87,6 @@ def load_suites(path: str | Path | None = None) -> dict[str, Suite]:
 def get_suite(name: str, path: str | Path | None = None, min_members: int = 2) -> Suite:
     """The suite called ``name``; every collection must resolve, else one clear error
     (leave-one-collection-out needs ``min_members`` = 2 collections at least)."""
-    from .datasets import available_datasets, search_path
-
     suites = load_suites(path)
     if name not in suites:
         raise InputError(f"--suite: unknown suite {name!r}; known: {', '.join(suites)} "

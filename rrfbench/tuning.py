@@ -29,7 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .engine import Config, configs_from_table, family_labels, run_sweep
 from .errors import InputError
+from .evaluation import evaluate_per_query
+from .progress import progress as bar
 from .results import Comparison, Estimate, PresetResult, Protocol, SweepResult
 from .stats import bootstrap_ci, paired_t, permutation_test
 from .store import provenance
@@ -175,22 +178,16 @@ def comparison(name: str, tuned, other) -> Comparison:
 # --------------------------------------------------------------------------- fusion sweeps
 def single_run_configs(n: int):
     """One configuration per run that reproduces that run's own ranking."""
-    from .engine import Config
-
     return [Config("rrf", (60.0,) * n, tuple(1.0 if j == i else 0.0 for j in range(n)),
                    (None,) * n, 1) for i in range(n)]
 
 
 def rrf60_config(n: int):
-    from .engine import Config
-
     return Config("rrf", (60.0,) * n, (1.0,) * n, (None,) * n, 1)
 
 
 def _metric_matrix(engine, table, metric: str) -> np.ndarray:
     """(configurations, queries) values of ``metric`` for a sweep table's rows."""
-    from .engine import configs_from_table
-
     if engine.metric_names[0] == metric:
         return np.stack(table.per_query.to_numpy())
     m = engine.metric_names.index(metric)
@@ -199,14 +196,13 @@ def _metric_matrix(engine, table, metric: str) -> np.ndarray:
 
 def tune_fusion(dataset, protocol: Protocol, tune_engine, eval_engine, grid, metric: str,
                 out=None, progress: bool = True, assumptions: Sequence[str] = (),
-                specs: Sequence[str] = (), client=None):
+                specs: Sequence[str] = (), map_chunks=None):
     """Sweep ``grid`` and choose by ``protocol``; returns (SweepResult, tune table, eval table).
 
     ``tune_engine`` scores the tuning queries and ``eval_engine`` the evaluation queries (the
-    same engine under CV). Sweep tables are written resumably under ``out``.
+    same engine under CV). Sweep tables are written resumably under ``out``; ``map_chunks``
+    says who scores the chunks (:mod:`rrfbench.parallel`).
     """
-    from .engine import configs_from_table, family_labels, run_sweep
-
     names = tune_engine.names
     if eval_engine.names != names:
         raise InputError("tune and eval engines must fuse the same runs in the same order")
@@ -214,9 +210,10 @@ def tune_fusion(dataset, protocol: Protocol, tune_engine, eval_engine, grid, met
         raise InputError(f"metric {metric} is not among the engine's metrics "
                          f"{tune_engine.metric_names}")
     cv = protocol.kind == "cv"
-    tune_table = run_sweep(tune_engine, grid, out, progress=progress, name="sweep", client=client)
+    tune_table = run_sweep(tune_engine, grid, out, progress=progress, name="sweep",
+                           map_chunks=map_chunks)
     eval_table = tune_table if cv else run_sweep(eval_engine, grid, out, progress=progress,
-                                                 name="sweep_eval", client=client)
+                                                 name="sweep_eval", map_chunks=map_chunks)
     pq_tune = _metric_matrix(tune_engine, tune_table, metric)
     pq_eval = None if cv else _metric_matrix(eval_engine, eval_table, metric)
     sel = run_protocol(protocol, pq_tune, pq_eval)
@@ -266,9 +263,6 @@ def tune_fusion(dataset, protocol: Protocol, tune_engine, eval_engine, grid, met
 def preset_matrix(preset, runs, qrels, grid: Sequence[dict], metrics: Sequence[str],
                   progress: bool = False, desc: str = "") -> np.ndarray:
     """(parameter sets, metrics, queries) values of ``preset`` run with each of ``grid``."""
-    from .evaluation import evaluate_per_query
-    from .progress import progress as bar
-
     out = []
     for params in bar(list(grid), desc=desc or f"{preset.name}: {len(grid)} settings",
                       unit="setting", enabled=progress):

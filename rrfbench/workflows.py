@@ -8,24 +8,56 @@ an optional callable for one-line progress messages).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib
 import json
 import time
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .datasets import Dataset, load_dataset
-from .errors import InputError
-from .results import PresetResult, SweepResult, load_result, save_result
+import numpy as np
+import pandas as pd
+
+from . import engine, fusion, stats, transfer, tuning
+from . import presets as preset_registry  # PRESETS read at call time: the registry can be swapped
+from ._version import __version__
+from .datasets import Dataset, available_datasets, load_dataset
+from .distributed import chunk_map as dask_chunk_map
+from .distributed import client_for
+from .engine import FusionEngine, make_grid
+from .errors import InputError, ValidationWarning, choice
+from .evaluation import coverage, evaluate
+from .explanations import explain, explain_preset
+from .exporters import render
+from .fusion import METHODS, MISSING, NORMALISATIONS, check_choices, rrf, score_fusion
+from .metrics import DEFAULT_METRICS, parse_metric, parse_metrics
+from .presets import base as preset_base
+from .presets import get_preset, read_prior
+from .report import (
+    presets_section,
+    retrievers_section,
+    transfer_section,
+    write_report,
+    write_sweep_outputs,
+    write_transfer_outputs,
+)
+from .results import PresetResult, SweepResult, load_result, save_result, specs_of
+from .retrievers import cached_run, make_retriever, parse_spec, retriever_name, run_path
+from .retrievers.base import run_content_digest
 from .runs import Run
-from .store import results_dir, write_json
+from .store import results_dir, write_json, write_text
+from .suites import get_suite
+from .transfer import DEFAULT_RULE, OBJECTIVES, RULES, fusion_suite, preset_suite
+from .tuning import choose_protocol, single_run_configs, tune_fusion, tune_preset
 
 DEFAULT_SPECS = ("bm25", "fts5", "dense")
 DEFAULT_KS = (1, 2, 5, 10, 20, 30, 40, 60, 80, 100, 150, 200, 300)
-DEFAULT_METHODS = ("rrf", "convex", "combsum", "combmnz")
-DEFAULT_NORMS = ("minmax", "zscore", "tmm")
-DEFAULT_MISSING = ("zero", "min")
+DEFAULT_METHODS = METHODS                                  # every fusion family
+DEFAULT_NORMS = tuple(n for n in NORMALISATIONS if n != "none")
+DEFAULT_MISSING = MISSING
 TABLE_METRICS = ("nDCG@10", "R@100", "RR@10")
 
 
@@ -52,8 +84,6 @@ def retrieve_result(dataset, retriever: str = "bm25", split: str = "test", depth
                     force: bool = False, **options):
     """Like :func:`retrieve`, returning the :class:`~rrfbench.retrievers.RunResult` (run,
     manifest, path, whether it came from the cache)."""
-    from .retrievers import cached_run, make_retriever
-
     ds = as_dataset(dataset)
     ds.qrels(split)  # an unknown split fails before any work
     if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
@@ -83,13 +113,19 @@ class SweepOutcome:
     out: Path | None
     engines: dict = field(default_factory=dict, repr=False)
 
+    def view(self) -> list:
+        """What to show: ``(title, DataFrame)`` tables and lines of text, in order."""
+        r, out = self.result, self.out
+        return [(f"{r.dataset}: {r.protocol.describe()}", r.summary()),
+                f"optimism gap: {r.optimism['gap']:.4f} (best on eval "
+                f"{r.optimism['best_on_eval']:.4f}); validated on this collection only; "
+                f"report: {out / 'report.md' if out else '-'}"]
+
 
 def sweep_grid(n_runs: int, methods=DEFAULT_METHODS, k=DEFAULT_KS, weights=None,
                weight_step: float = 0.1, depth=(None,), per_run_k: bool = False,
                rank_base=(1,), norms=DEFAULT_NORMS, missing=DEFAULT_MISSING):
     """The default sweep grid (every fusion family), or the one the arguments describe."""
-    from .engine import make_grid
-
     return make_grid(n_runs, methods=tuple(methods), k=tuple(k), weights=weights,
                      depth=tuple(depth), per_run_k=per_run_k, rank_base=tuple(rank_base),
                      norms=tuple(norms), missing=tuple(missing), weight_step=weight_step)
@@ -98,8 +134,6 @@ def sweep_grid(n_runs: int, methods=DEFAULT_METHODS, k=DEFAULT_KS, weights=None,
 def engines_for(dataset, specs: Sequence[str], splits: Sequence[str], metrics: Sequence[str],
                 run_depth: int = 1000, log: Callable[[str], None] = _quiet) -> dict:
     """A :class:`~rrfbench.engine.FusionEngine` per split over the runs of ``specs``."""
-    from .engine import FusionEngine
-
     ds = as_dataset(dataset)
     return {s: FusionEngine(load_runs(ds, specs, s, run_depth, log), ds.qrels(s), tuple(metrics))
             for s in dict.fromkeys(splits)}
@@ -117,9 +151,6 @@ def sweep_dataset(dataset, specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
     :func:`sweep_grid`. With ``write``, best.json, per_query.csv, the sweep tables, plots and
     report.md go under ``out`` (default ``results/<dataset>``).
     """
-    from .metrics import DEFAULT_METRICS, parse_metric
-    from .tuning import choose_protocol, tune_fusion
-
     ds = as_dataset(dataset)
     metric = str(parse_metric(metric))
     specs = list(specs)
@@ -135,10 +166,9 @@ def sweep_dataset(dataset, specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
     out = Path(out) if out else results_dir() / ds.name
     result, table, eval_table = tune_fusion(
         ds, protocol, engines[protocol.tune_split], engines[protocol.eval_split], grid, metric,
-        out=out if write else None, progress=progress, specs=specs, client=client)
+        out=out if write else None, progress=progress, specs=specs,
+        map_chunks=chunk_map(client))
     if write:
-        from .report import write_sweep_outputs
-
         write_sweep_outputs(result, table, eval_table, out)
     return SweepOutcome(result, table, eval_table, out if write else None, engines)
 
@@ -153,8 +183,6 @@ def preset_runs(preset, dataset, split: str, depth: int = 1000,
     two-stream form.
     """
     if streams not in ("default", "full"):
-        from .errors import choice
-
         raise choice("--streams", streams, ("default", "full"))
     specs = preset.roles_available()
     if streams == "full":
@@ -170,10 +198,6 @@ def knowledge_bases(dataset, split: str, n_bases: int, preset="zeus", seed: int 
     (``rank_bm25:jieba`` over the base's documents only) and its vector results (the global
     cosine ranking restricted to the base: exact, cosine does not depend on other documents).
     Returns the per-base runs by role, for :meth:`Zeus.run_bases`."""
-    import numpy as np
-
-    from .presets import get_preset
-
     ds = as_dataset(dataset)
     p = get_preset(preset) if isinstance(preset, str) else preset
     if n_bases < 1:
@@ -195,43 +219,95 @@ def knowledge_bases(dataset, split: str, n_bases: int, preset="zeus", seed: int 
 
 
 def _source_digest(*modules) -> str:
-    h = hashlib.sha256()
+    h = hashlib.sha256(__version__.encode())
     for m in modules:
         h.update(Path(m.__file__).read_bytes())
     return h.hexdigest()[:16]
 
 
-VOLATILE_MANIFEST_KEYS = ("created", "embeddings_cached", "shards_encoded", "index_cached")
+# --------------------------------------------------------------------------- reuse
+@dataclass(frozen=True)
+class Inputs:
+    """What a saved result was computed from: the content digest of every run it read
+    (``dataset/split/run`` -> digest; ``None`` while a run is not cached yet) and a key over
+    those digests, the grid, the protocol and the code."""
+
+    runs: dict
+    key: str
+
+    def describe(self, n: int = 4) -> str:
+        names = _short_names(self.runs)
+        shown = [f"{names[k]} {d[:6]}.." for k, d in list(self.runs.items())[:n]]
+        more = f" and {len(self.runs) - n} more" if len(self.runs) > n else ""
+        return ", ".join(shown) + more
 
 
-def recipe(manifest: dict) -> dict:
-    """A run manifest without what changes when the same run is recomputed (when, how long:
-    every ``*_s`` timing, what was cached), so a recomputed identical run keeps saved results
-    valid."""
-    return {k: v for k, v in (manifest or {}).items()
-            if k not in VOLATILE_MANIFEST_KEYS and not k.endswith("_s")}
+def _short_names(runs: dict) -> dict:
+    """``ds/split/run`` keys without the dataset (one dataset) or as they are (a suite)."""
+    sets = {k.split("/")[0] for k in runs}
+    return {k: k.split("/", 1)[1] if len(sets) == 1 else k for k in runs}
 
 
-def preset_cache_key(preset, dataset, protocol, metric: str) -> str:
-    """Changes whenever the runs (their manifests), grid, protocol, dataset or the code that
-    computes the result change."""
-    import importlib
+def run_inputs(runs: Sequence[tuple], code: Sequence = (), **parts) -> Inputs:
+    """:class:`Inputs` of the cached runs ``(dataset name, split, spec)`` and ``parts`` (grid,
+    protocol, metric...); ``code``: the modules whose source changes the result."""
+    digests = {}
+    for name, split, spec in runs:
+        run = retriever_name(spec)
+        digests[f"{name}/{split}/{run}"] = run_content_digest(run_path(name, split, run))
+    blob = json.dumps({"runs": digests, "code": _source_digest(*code), **parts}, sort_keys=True,
+                      default=str)
+    return Inputs(digests, hashlib.sha256(blob.encode()).hexdigest()[:16])
 
-    from . import fusion, tuning
-    from .presets import base
-    from .retrievers import retriever_name, run_path
-    from .retrievers.base import read_manifest
 
-    ds = as_dataset(dataset)
-    manifests = [recipe(read_manifest(run_path(ds.name, split, retriever_name(spec))))
-                 for split in sorted({protocol.tune_split, protocol.eval_split})
-                 for spec in preset.roles_available().values()]
+def reuse_or_compute(what: str, path: Path, inputs: Callable[[], Inputs], compute: Callable,
+                     save: Callable | None = None, reuse: bool = True, write: bool = True,
+                     log: Callable[[str], None] = _quiet):
+    """The one cache rule for results computed from runs (preset tunings, suites): a saved
+    result at ``path`` is reused only while the content digests of the runs it read, the grid
+    and the code are unchanged (:class:`Inputs`); otherwise it is recomputed with ``compute()``
+    and, with ``write``, saved with ``save(result)`` (default: best.json at ``path``). The log
+    line says which and why. Returns ``(result, reused)``."""
+    if reuse and path.exists():
+        now = inputs()
+        try:
+            old = load_result(path)
+        except InputError as exc:
+            old, why = None, f"the saved file is unreadable: {exc}"
+        if old is not None:
+            prov = old.provenance or {}
+            if prov.get("cache_key") == now.key and None not in now.runs.values():
+                log(f"{what}: reusing {path} (runs {now.describe()} unchanged)")
+                return old, True
+            before = prov.get("runs_read") or {}
+            names = _short_names(now.runs)
+            changed = [f"{names[k]} {str(before.get(k))[:6]}.. -> {str(d)[:6]}.."
+                       for k, d in now.runs.items() if before.get(k) != d]
+            why = ("run content changed: " + ", ".join(changed[:4]) if before and changed
+                   else "saved before run digests were recorded" if not before
+                   else "grid, protocol or code changed")
+        log(f"{what}: recomputing {path} ({why})")
+    result = compute()
+    inp = inputs()  # runs retrieved just now are cached now
+    stamp = {"provenance": {**result.provenance, "cache_key": inp.key, "runs_read": inp.runs}}
+    if hasattr(result, "cache_key"):
+        stamp["cache_key"] = inp.key
+    result = replace(result, **stamp)
+    if write:
+        (save or (lambda r: save_result(r, path)))(result)
+    return result, False
+
+
+def _preset_inputs(preset, members, metric: str, **parts) -> Inputs:
+    """Inputs of a studied system tuned on ``members`` ([(Dataset, Protocol)])."""
     module = importlib.import_module(type(preset).__module__)
-    blob = json.dumps({"preset": preset.name, "grid": preset.grid(), "metric": metric,
-                       "protocol": protocol.to_json(), "fingerprint": ds.fingerprint,
-                       "code": _source_digest(module, base, tuning, fusion),
-                       "manifests": manifests}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    runs = [(ds.name, split, spec) for ds, proto in members
+            for split in sorted({proto.tune_split, proto.eval_split})
+            for spec in preset.roles_available().values()]
+    return run_inputs(runs, (module, preset_base, tuning, fusion), preset=preset.name,
+                      grid=preset.grid(), metric=metric,
+                      protocols=[p.to_json() for _, p in members],
+                      fingerprints=[ds.fingerprint for ds, _ in members], **parts)
 
 
 def preset_result_path(dataset_name: str, preset_name: str) -> Path:
@@ -244,32 +320,21 @@ def tune_preset_on(dataset, preset, metric: str = "nDCG@10", tune_split: str | N
                    protocol=None, log: Callable[[str], None] = _quiet) -> PresetResult:
     """Tune a studied system within its own knobs on ``dataset`` (protocol as for sweeps).
 
-    Writes ``results/<dataset>/presets/<name>/best.json``; with ``reuse``, a saved result whose
-    cache key still matches is returned without recomputing.
+    Writes ``results/<dataset>/presets/<name>/best.json``; with ``reuse``, a saved result is
+    returned without recomputing while the runs it read (their content), the grid and the code
+    are unchanged (:func:`reuse_or_compute`).
     """
-    from .metrics import parse_metric
-    from .presets import get_preset
-    from .tuning import choose_protocol, tune_preset
-
     ds = as_dataset(dataset)
     p = get_preset(preset) if isinstance(preset, str) else preset
     metric = str(parse_metric(metric))
     protocol = protocol or choose_protocol(ds.splits, tune_split, eval_split, folds)
     runs = {s: preset_runs(p, ds, s) for s in dict.fromkeys((protocol.tune_split,
                                                                protocol.eval_split))}
-    key = preset_cache_key(p, ds, protocol, metric)
     path = preset_result_path(ds.name, p.name)
-    if reuse and path.exists():
-        try:
-            old = load_result(path)
-            if isinstance(old, PresetResult) and old.cache_key == key:
-                log(f"{p.name}: reusing {path}")
-                return old
-        except InputError:
-            pass
-    result = tune_preset(ds, p, protocol, runs, metric, progress=progress, cache_key=key)
-    if write:
-        save_result(result, path)
+    result, _ = reuse_or_compute(
+        p.name, path, lambda: _preset_inputs(p, [(ds, protocol)], metric),
+        lambda: tune_preset(ds, p, protocol, runs, metric, progress=progress),
+        reuse=reuse, write=write, log=log)
     return result
 
 
@@ -277,12 +342,9 @@ def preset_table(dataset, presets: Sequence[str] | None = None, metric: str = "n
                  progress: bool = True, protocol=None, log: Callable[[str], None] = _quiet
                  ) -> list[PresetResult]:
     """Tune every preset on ``dataset`` (reusing what is cached) and write the report section."""
-    from .presets import PRESETS
-    from .report import presets_section, write_report
-
     ds = as_dataset(dataset)
     rows = [tune_preset_on(ds, name, metric, progress=progress, protocol=protocol, log=log)
-            for name in (presets or list(PRESETS))]
+            for name in (presets or list(preset_registry.PRESETS))]
     write_report(results_dir() / ds.name, {"presets": presets_section(ds.name, rows)})
     return rows
 
@@ -301,13 +363,31 @@ class DemoOutcome:
     suite: SuiteOutcome | None = None
     suite_presets: list = field(default_factory=list)
 
+    def view(self) -> list:
+        """Every table of the demo and its closing line (see :meth:`SweepOutcome.view`)."""
+        items = [(f"{self.dataset}: single retrievers (depth 1000)", pd.DataFrame(self.retrievers)),
+                 *self.sweep.view(),
+                 (f"{self.dataset}: studied systems as shipped vs tuned (eval split)",
+                  pd.DataFrame([r.row() for r in self.presets]))]
+        if self.suite is not None:
+            items += self.suite.view()
+            items.append((f"suite {self.suite.result.suite}: does tuning transfer? "
+                          "(leave-one-collection-out)",
+                          pd.concat([so.result.macro() for so in [self.suite, *self.suite_presets]],
+                                    ignore_index=True)))
+        items.append(("stage times (s)", pd.DataFrame([{"stage": k, "seconds": v}
+                                                       for k, v in self.stages.items()])))
+        items.append(f"demo wall time: {self.stages['total']:.1f} s this run "
+                     f"({'all runs cached' if self.all_cached else 'some runs computed'}); first "
+                     f"run logged in demo_timing.json {self.timing_log[0]['wall_s']:.1f} s; "
+                     f"report: {self.out / 'report.md'}")
+        return items
+
 
 def retriever_rows(dataset, specs: Sequence[str], splits: Sequence[str], engines: dict,
                    results: dict) -> list[dict]:
     """One row per (retriever, split) with its metrics, computed by the sweep engine (the same
     numbers as ``evaluate``; checked in tests)."""
-    from .tuning import single_run_configs
-
     rows = []
     for sp in splits:
         eng = engines[sp]
@@ -330,11 +410,6 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
     then (with ``suite``) free fusion and every studied system tuned across the suite and
     validated leave-one-collection-out; times each stage and appends the wall time to
     ``demo_timing.json``."""
-    from .engine import FusionEngine
-    from .metrics import DEFAULT_METRICS, parse_metric
-    from .report import retrievers_section, write_report
-    from .tuning import choose_protocol
-
     t0 = time.perf_counter()
     stages: dict[str, float] = {}
 
@@ -366,11 +441,9 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
     t = stage("studied systems", t)
     suite_out, suite_presets = None, []
     if suite:
-        from .presets import PRESETS
-
         suite_out = sweep_suite(suite, specs, metric=metric, progress=progress, log=log)
         suite_presets = [tune_preset_suite(suite, name, metric, progress=progress, log=log)
-                         for name in PRESETS]
+                         for name in preset_registry.PRESETS]
         stage(f"suite {suite}: transfer across collections", t)
     wall = time.perf_counter() - t0
     all_cached = all(r.cached for r in results.values())
@@ -393,12 +466,19 @@ class SuiteOutcome:
     out: Path | None
     tables: dict = field(default_factory=dict, repr=False)
 
+    def view(self) -> list:
+        """The LOCO table, the macro summary, the verdict (see :meth:`SweepOutcome.view`)."""
+        r, out = self.result, self.out
+        return [(f"suite {r.suite}, {r.what()}: leave-one-collection-out ({r.metric}; default: "
+                 f"{r.default['label']})", r.loco_table()),
+                ("macro over collections", r.macro()),
+                f"verdict: {r.verdict}. {r.verdict_reason}.",
+                f"selected ({r.objective}, {r.rule}): {r.label}; recommended default: "
+                f"{r.recommended['label']}; report: {out / 'report.md' if out else '-'}"]
+
 
 def suite_members(suite: str, min_members: int = 2) -> list:
     """[(Dataset, Protocol)] of a named suite (protocols by the one rule)."""
-    from .suites import get_suite
-    from .tuning import choose_protocol
-
     s = get_suite(suite, min_members=min_members)
     out = []
     for m in s.members:
@@ -425,8 +505,15 @@ def transfer_dir(suite: str) -> Path:
     return results_dir() / "transfer" / suite
 
 
+def chunk_map(client):
+    """The chunk map for a Dask ``client`` (``None``: score chunks here)."""
+    if client is None:
+        return None
+    return dask_chunk_map(client)
+
+
 def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
-                metric: str = "nDCG@10", objective: str = "macro", rule: str = "best",
+                metric: str = "nDCG@10", objective: str = "macro", rule: str = DEFAULT_RULE,
                 run_depth: int = 1000, out: str | Path | None = None, write: bool = True,
                 progress: bool = True, client=None,
                 log: Callable[[str], None] = _quiet) -> SuiteOutcome:
@@ -435,9 +522,6 @@ def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     Writes ``results/transfer/<suite>/``: best.json (the TransferResult), report.md, the forest
     plot, the transfer-matrix heatmap and the k curves of every collection.
     """
-    from .metrics import DEFAULT_METRICS, parse_metric
-    from .transfer import fusion_suite
-
     metric = str(parse_metric(metric))
     specs = list(specs)
     if len(set(specs)) != len(specs):
@@ -446,87 +530,481 @@ def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     grid = grid if grid is not None else sweep_grid(len(specs))
     metrics = [metric] + [m for m in DEFAULT_METRICS if m != metric]
     out = Path(out) if out else transfer_dir(suite)
-    key = _suite_key(members, specs, grid, metric, objective, rule, run_depth)
-    if write and (out / "best.json").exists():
-        try:
-            old = load_result(out / "best.json")
-            if getattr(old, "provenance", {}).get("cache_key") == key:
-                log(f"suite {suite}: reusing {out / 'best.json'} (runs, grid and code unchanged)")
-                return SuiteOutcome(old, out)
-        except InputError:
-            pass
-    result, tables = fusion_suite(
-        suite, members, lambda ds, split: load_runs(ds, specs, split, run_depth, log), grid,
-        metric, metrics, out=out if write else None, progress=progress, objective=objective,
-        rule=rule, specs=specs, client=client, log=log)
-    from dataclasses import replace
 
-    key = _suite_key(members, specs, grid, metric, objective, rule, run_depth)  # runs may be new
-    result = replace(result, provenance={**result.provenance, "cache_key": key})
-    if write:
-        from .report import write_transfer_outputs
+    def inputs():
+        runs = [(ds.name, split, spec) for ds, p in members
+                for split in sorted({p.tune_split, p.eval_split}) for spec in specs]
+        return run_inputs(runs, (engine, fusion, stats, transfer, tuning), specs=specs,
+                          grid=[c.to_json() for c in grid], metric=metric, objective=objective,
+                          rule=rule, depth=run_depth, protocols=[p.to_json() for _, p in members],
+                          fingerprints=[ds.fingerprint for ds, _ in members])
 
+    tables: dict = {}
+
+    def compute():
+        result, t = fusion_suite(
+            suite, members, lambda ds, split: load_runs(ds, specs, split, run_depth, log), grid,
+            metric, metrics, out=out if write else None, progress=progress,
+            objective=objective, rule=rule, specs=specs, map_chunks=chunk_map(client), log=log)
+        tables.update(t)
+        return result
+
+    def save(result):
         write_transfer_outputs(result, out)
+
+    result, _ = reuse_or_compute(f"suite {suite}", out / "best.json", inputs, compute, save,
+                                 reuse=write, write=write, log=log)
     return SuiteOutcome(result, out if write else None, tables)
 
 
-def _suite_key(members, specs, grid, metric, objective, rule, run_depth) -> str:
-    """Changes whenever a run (its manifest), the grid, the protocol or the code changes."""
-    from . import engine, fusion, stats, transfer, tuning
-    from .retrievers import retriever_name, run_path
-    from .retrievers.base import read_manifest
-
-    manifests = [recipe(read_manifest(run_path(ds.name, split, retriever_name(spec))))
-                 for ds, p in members for split in sorted({p.tune_split, p.eval_split})
-                 for spec in specs]
-    blob = json.dumps({"specs": list(specs), "grid": [c.to_json() for c in grid],
-                       "metric": metric, "objective": objective, "rule": rule,
-                       "depth": run_depth, "protocols": [p.to_json() for _, p in members],
-                       "fingerprints": [ds.fingerprint for ds, _ in members],
-                       "code": _source_digest(engine, fusion, stats, transfer, tuning),
-                       "manifests": manifests}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
 def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: str = "macro",
-                      rule: str = "best", progress: bool = True, reuse: bool = True,
+                      rule: str = DEFAULT_RULE, progress: bool = True, reuse: bool = True,
                       write: bool = True, log: Callable[[str], None] = _quiet) -> SuiteOutcome:
     """A studied system tuned within its own knobs across a suite, validated
     leave-one-collection-out against its shipped values (``results/transfer/<suite>/presets/
     <name>/``). Reused while every collection's runs, the grid and the code are unchanged."""
-    from .metrics import parse_metric
-    from .presets import get_preset
-    from .transfer import preset_suite
-
     p = get_preset(preset) if isinstance(preset, str) else preset
     metric = str(parse_metric(metric))
     members = suite_members(suite)
-    key = hashlib.sha256(json.dumps([preset_cache_key(p, ds, proto, metric)
-                                     for ds, proto in members] + [objective, rule],
-                                    sort_keys=True).encode()).hexdigest()[:16]
     out = transfer_dir(suite) / "presets" / p.name
-    if reuse and (out / "best.json").exists():
-        try:
-            old = load_result(out / "best.json")
-            if getattr(old, "provenance", {}).get("cache_key") == key:
-                log(f"{p.name} on suite {suite}: reusing {out / 'best.json'}")
-                return SuiteOutcome(old, out)
-        except InputError:
-            pass
-    result = preset_suite(suite, members, p, lambda ds, split: preset_runs(p, ds, split), metric,
-                          progress=progress, objective=objective, rule=rule, log=log)
-    # the key is computed again: runs retrieved just now have new manifests
-    key = hashlib.sha256(json.dumps([preset_cache_key(p, ds, proto, metric)
-                                     for ds, proto in members] + [objective, rule],
-                                    sort_keys=True).encode()).hexdigest()[:16]
-    from dataclasses import replace
 
-    result = replace(result, provenance={**result.provenance, "cache_key": key})
-    if write:
-        from .report import transfer_section, write_report, write_transfer_outputs
-
+    def save(result):
         plots = write_transfer_outputs(result, out)
         # the suite's report gathers every preset's LOCO table after the free-fusion one
         write_report(transfer_dir(suite), {f"preset-{p.name}": transfer_section(
             result, {k: f"presets/{p.name}/{v}" for k, v in plots.items()})})
+
+    result, _ = reuse_or_compute(
+        f"{p.name} on suite {suite}", out / "best.json",
+        lambda: _preset_inputs(p, members, metric, objective=objective, rule=rule),
+        lambda: preset_suite(suite, members, p, lambda ds, split: preset_runs(p, ds, split),
+                             metric, progress=progress, objective=objective, rule=rule, log=log),
+        save, reuse=reuse, write=write, log=log)
     return SuiteOutcome(result, out if write else None)
+
+
+# --------------------------------------------------------------------------- the CLI's steps
+# Each command of ``rrfbench`` parses its options and calls one function here (notebooks call
+# them too); each returns an outcome with ``to_json()`` and the table(s) to show.
+def parse_numbers(option: str, text: str) -> list[float]:
+    """``"60,20"`` -> ``[60.0, 20.0]``; the error names ``option``."""
+    try:
+        vals = [float(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise InputError(f"{option}: expected comma-separated numbers, got {text!r}") from None
+    if not vals:
+        raise InputError(f"{option}: expected at least one number, got {text!r}")
+    return vals
+
+
+def parse_depths(option: str, text: str) -> list[int | None]:
+    """``"20,all"`` -> ``[20, None]`` (``all``/``none``/``0``: the whole run)."""
+    out = []
+    for x in text.replace(" ", "").split(","):
+        if x.lower() in ("", "all", "none", "0"):
+            out.append(None)
+            continue
+        try:
+            v = int(x)
+        except ValueError:
+            raise InputError(f"{option}: {x!r} is not a whole number or 'all' (in {text!r})") from None
+        if v < 1:
+            raise InputError(f"{option}: {v} must be >= 1 (or 'all')")
+        out.append(v)
+    return out
+
+
+def per_run(option: str, values: list, n: int):
+    """One value for every run, or one per run."""
+    if len(values) == 1:
+        return values[0]
+    if len(values) != n:
+        raise InputError(f"{option}: expected one value or {n} (one per run), got {len(values)}")
+    return values
+
+
+def check_specs(specs: Sequence[str]) -> list[str]:
+    """Every retriever spec parsed before any work starts."""
+    for s in specs:
+        parse_spec(s)
+    return list(specs)
+
+
+def with_options(specs: Sequence[str], granularity: str | None = None, seed: str | None = None,
+                 hops: int | None = None) -> list[str]:
+    """Apply ``--granularity`` to fts5 specs and ``--seed``/``--hops`` to graph specs."""
+    out, used = [], set()
+    for spec in specs:
+        kind = parse_spec(spec)[0]
+        if kind == "fts5" and granularity:
+            if granularity not in ("doc", "span"):
+                raise choice("--granularity", granularity, ("doc", "span"))
+            spec += f";granularity={granularity}"
+            used.add("--granularity")
+        if kind == "graph":
+            if seed:
+                parse_spec(seed)
+                spec += f";seed={seed}"
+                used.add("--seed")
+            if hops is not None:
+                if hops < 1:
+                    raise InputError(f"--hops: {hops} must be >= 1")
+                spec += f";hops={hops}"
+                used.add("--hops")
+        out.append(spec)
+    for opt, val in (("--granularity", granularity), ("--seed", seed), ("--hops", hops)):
+        if val is not None and opt not in used:
+            raise InputError(f"{opt}: no retriever takes it (give -r fts5 or -r graph)")
+    return check_specs(out)
+
+
+def datasets_table():
+    """The datasets on the search path with their counts (a DataFrame; empty when none)."""
+    rows = []
+    for name, path in available_datasets():
+        ds = load_dataset(str(path))
+        c = ds.counts()
+        rows.append({"dataset": name, "docs": c["docs"], "queries": c["queries"],
+                     "splits": ", ".join(f"{s} ({c[f'{s}_queries']} q, {c[f'{s}_qrels']} j)"
+                                         for s in ds.splits), "path": str(path)})
+    return pd.DataFrame(rows)
+
+
+def retrieve_table(dataset=None, specs: Sequence[str] = ("bm25",), splits=None,
+                   depth: int = 1000, force: bool = False, metrics=TABLE_METRICS,
+                   suite: str | None = None, granularity=None, seed=None, hops=None,
+                   log: Callable[[str], None] = _quiet):
+    """Retrieve (or reuse) the runs of ``specs`` (options as :func:`with_options`) on a
+    dataset's splits, or on every collection of ``suite``; returns ``(title, DataFrame)`` with
+    one row per run."""
+    one_of(dataset, suite)
+    metrics = [str(m) for m in parse_metrics(list(metrics or TABLE_METRICS))]
+    specs = with_options(specs, granularity, seed, hops)
+    if suite:
+        if splits:
+            raise InputError("--split: a suite's splits come from datasets/suites.toml")
+        rows = [{"collection": name, "split": sp, "retriever": res.run.name,
+                 **evaluate(res.run, load_dataset(name).qrels(sp), metrics),
+                 "cached": "yes" if res.cached else "no"}
+                for name, sp, res in retrieve_suite(suite, specs, depth, force, log=log)]
+        return f"suite {suite}: runs at depth {depth}", pd.DataFrame(rows)
+    ds = as_dataset(dataset)
+    splits = list(splits or ["test"])
+    for s in splits:
+        ds.qrels(s)
+    rows = []
+    for s in splits:
+        for spec in specs:
+            res = retrieve_result(ds, spec, s, depth, force)
+            cov = coverage(res.run, ds.qrels(s))
+            rows.append({"retriever": res.run.name, "spec": spec, "split": s,
+                         **evaluate(res.run, ds.qrels(s), metrics),
+                         "answered": f"{cov.answered}/{cov.judged}",
+                         "time_s": float(res.manifest.get("wall_time_s", 0.0)),
+                         "cached": "yes" if res.cached else "no"})
+    return f"{ds.name}: runs at depth {depth}", pd.DataFrame(rows)
+
+
+@dataclass
+class Scored:
+    """A run (given, fused, or a studied system's) scored on a split: metrics and coverage."""
+
+    dataset: str
+    split: str
+    title: str
+    metrics: dict
+    coverage: object
+    n_queries: int
+    run: Run | None = field(default=None, repr=False)
+    extra: dict = field(default_factory=dict)   # what the JSON form adds (runs, config, ...)
+    notes: list = field(default_factory=list)   # lines printed under the table
+    warnings: list = field(default_factory=list)
+    as_json: Callable | None = field(default=None, repr=False)  # a JSON form of its own
+
+    def table(self):
+        return pd.DataFrame([{"metric": m, "value": v} for m, v in self.metrics.items()])
+
+    def view(self) -> list:
+        return [(self.title, self.table()), *self.notes]
+
+    def coverage_line(self) -> str:
+        c = self.coverage
+        return f"coverage: {c.answered} of {c.judged} judged queries answered ({c.fraction:.0%})"
+
+    def to_json(self) -> dict:
+        if self.as_json is not None:
+            return self.as_json(self)
+        return {"dataset": self.dataset, "split": self.split, **self.extra,
+                "n_queries": self.n_queries, "coverage": self.coverage.to_json(),
+                "metrics": self.metrics}
+
+
+def _scored(ds, split, scored_run, metrics, title, output=None, **extra) -> Scored:
+    qrels = ds.qrels(split)
+    scores = evaluate(scored_run, qrels, metrics)
+    cov = coverage(scored_run, qrels)
+    if output:
+        scored_run.to_trec(output)
+    return Scored(ds.name, split, title, scores, cov, len(qrels.qids), scored_run, extra)
+
+
+def _metric_names(metrics) -> list[str]:
+    return [str(m) for m in parse_metrics(list(metrics or DEFAULT_METRICS))]
+
+
+def evaluate_file(run_file, dataset, split: str = "test", metrics=None) -> Scored:
+    """A TREC run file scored against a dataset's qrels."""
+    metrics = _metric_names(metrics)
+    ds = as_dataset(dataset)
+    qrels = ds.qrels(split)
+    run = Run.from_trec(run_file)
+    out = _scored(ds, split, run, metrics, f"{run_file} on {ds.name}/{split} "
+                  f"({len(qrels.qids)} queries)", run=str(run_file))
+    out.notes = [out.coverage_line()]
+    return out
+
+
+def fuse_runs(dataset, specs: Sequence[str] = ("bm25", "dense"), *, method: str = "rrf",
+              k=(60.0,), weights=None, depth=(None,), rank_base: int = 1, limit: int = 0,
+              norm: str = "minmax", missing: str = "zero", split: str = "test", metrics=None,
+              output=None, log: Callable[[str], None] = _quiet) -> Scored:
+    """Fuse the runs of ``specs`` with one configuration (``k`` and ``depth``: one value, or
+    one per run) and score it."""
+    check_choices(method=method, norm=norm, missing=missing, rank_base=rank_base, option="--")
+    if limit < 0:
+        raise InputError(f"--limit: {limit} must be >= 0 (0 = no cut)")
+    metrics = _metric_names(metrics)
+    specs = check_specs(specs)
+    n = len(specs)
+    ws = list(weights) if weights else [1.0] * n
+    if len(ws) != n:
+        raise InputError(f"--weights: expected {n} values (one per run: {', '.join(specs)}), "
+                         f"got {len(ws)}")
+    ks = per_run("--k", list(k), n)
+    dp = per_run("--depth", list(depth), n)
+    ds = as_dataset(dataset)
+    ds.qrels(split)
+    runs = load_runs(ds, specs, split, log=log)
+    if method == "rrf":
+        fused = rrf(runs, k=ks, weights=ws, rank_base=rank_base, depth=dp, limit=limit or None)
+    else:
+        fused = score_fusion(runs, method=method, norm=norm, weights=ws, missing=missing,
+                             depth=dp, limit=limit or None)
+    score = method != "rrf"
+    out = _scored(ds, split, fused, metrics, f"{fused.name} on {ds.name}/{split}", output,
+                  runs=[r.name for r in runs],
+                  config={"method": method, "k": ks, "weights": ws, "depth": dp,
+                          "rank_base": rank_base, "limit": limit or None,
+                          "norm": norm if score else None, "missing": missing if score else None})
+    out.notes = [out.coverage_line()]
+    return out
+
+
+def apply_config(dataset, config_path, which: str = "config", split: str = "test", metrics=None,
+                 output=None, log: Callable[[str], None] = _quiet) -> Scored:
+    """A saved fusion configuration (a sweep's or a suite's best.json) applied to any
+    collection: the fused run, its scores and coverage (warns when the configuration was
+    validated on another collection only)."""
+    r = load_result(config_path)
+    if r.preset:
+        raise InputError(f"--config {config_path}: a preset's result; apply it with `rrfbench "
+                         f"preset DATASET -p {r.preset} --config {config_path}`")
+    cfg = r.config_obj(which)
+    metrics = _metric_names(metrics)
+    ds = as_dataset(dataset)
+    ds.qrels(split)
+    if r.validated_on() and ds.name != r.validated_on():
+        warnings.warn(f"the configuration was tuned on {r.dataset} only; applied to {ds.name} "
+                      "it has not been validated there", ValidationWarning, stacklevel=2)
+    runs = load_runs(ds, specs_of(r), split, log=log)
+    label = cfg.label([x.name for x in runs])
+    out = _scored(ds, split, cfg.fuse(runs), metrics,
+                  f"{label} ({config_path}) on {ds.name}/{split}", output,
+                  runs=[x.name for x in runs], config={**cfg.to_json(), "label": label},
+                  **{"from": str(config_path)})
+    out.notes = [out.coverage_line()]
+    return out
+
+
+def preset_config(preset, path, which: str = "config") -> dict:
+    """The knob values a saved result of ``preset`` holds (``which``: config or recommended)."""
+    p = get_preset(preset) if isinstance(preset, str) else preset
+    r = load_result(path)
+    owner = r.preset
+    if owner != p.name:
+        raise InputError(f"--config {path}: not a result of preset {p.name!r} (it is "
+                         f"{'preset ' + repr(owner) if owner else 'a free fusion result'})")
+    known = {k.name for k in p.knobs} | set(p.extra_defaults)
+    return {k: v for k, v in r.config_for(which).items() if k in known}
+
+
+def evaluate_preset(dataset, preset, split: str = "test", settings: Sequence[str] = (),
+                    config=None, which: str = "config", limit: int = 0, prior=None,
+                    streams: str = "default") -> Scored:
+    """A studied system as shipped (or with ``settings`` ``knob=value``, or the knob values of
+    a saved result ``config``) on one split."""
+    p = get_preset(preset) if isinstance(preset, str) else preset
+    params = p.defaults()
+    if config is not None:
+        params |= preset_config(p, config, which)
+    params |= p.parse_settings(list(settings or []))
+    if limit < 0:
+        raise InputError(f"--limit: {limit} must be >= 0 (0 = the system's own)")
+    pri = read_prior(prior) if prior else None
+    ds = as_dataset(dataset)
+    ds.qrels(split)
+    runs = preset_runs(p, ds, split, streams=streams)
+    queries = dict(zip(ds.queries.qid, ds.queries.text, strict=True))
+    fused = p.run(runs, params, limit=limit or None, prior=pri, queries=queries)
+    unavailable = sorted(set(p.streams) - set(runs))
+    out = _scored(ds, split, fused, list(TABLE_METRICS), f"{p.system} on {ds.name}/{split}")
+
+    def as_json(o):
+        return {"dataset": ds.name, "split": split, "preset": p.name,
+                "streams": {r: run.name for r, run in runs.items()}, "params": params,
+                "limit": p.limit_for(params, limit or None), "metrics": o.metrics,
+                "coverage": o.coverage.to_json(), "fidelity": [f.to_json() for f in p.fidelity],
+                "unavailable_streams": unavailable}
+
+    out.as_json = as_json
+    out.notes = [f"params: {params}; {out.coverage_line()}"] + [
+        f"  fidelity {line}" for line in p.fidelity_lines()]
+    if unavailable:
+        out.warnings = ["streams unavailable here (the system falls back without them): "
+                        + ", ".join(unavailable)]
+    return out
+
+
+def explain_query(dataset, qid: str, config, split: str = "test", top: int = 10,
+                  which: str = "config", log: Callable[[str], None] = _quiet):
+    """One query under a saved configuration (fusion sweep, suite or preset result): per run
+    its rank, score and contribution; returns ``(title, DataFrame)``."""
+    if top < 1:
+        raise InputError(f"--top: {top} must be >= 1")
+    if config is None:
+        raise InputError("--config: give the best.json whose configuration to explain")
+    r = load_result(config)
+    ds = as_dataset(dataset)
+    qrels = ds.qrels(split)
+    if r.preset:
+        p = get_preset(r.preset)
+        params = r.config_for(which)
+        table = explain_preset(p, preset_runs(p, ds, split), qid, params, qrels)
+        label = f"{r.preset}: {params}"
+    else:
+        runs = load_runs(ds, specs_of(r), split, log=log)
+        cfg = r.config_obj(which)
+        table = explain(runs, cfg, qid, qrels, top).head(top)
+        label = cfg.label([x.name for x in runs])
+    text = ds.queries.set_index("qid").text.get(str(qid), "?")
+    return f"{ds.name}/{split} query {qid} ({text[:80]}): {label}", table.reset_index(drop=True)
+
+
+def check_suite_options(suite, objective: str = "macro", rule: str = DEFAULT_RULE,
+                        splits_given=False) -> None:
+    """``objective``/``rule`` choose across a suite's collections; a suite's splits are its own."""
+    if objective not in OBJECTIVES:
+        raise choice("--objective", objective, OBJECTIVES)
+    if rule not in RULES:
+        raise choice("--rule", rule, RULES)
+    if suite and splits_given:
+        raise InputError("--tune-split/--eval-split/--folds: a suite's splits come from "
+                         "datasets/suites.toml")
+    if not suite and (objective != "macro" or rule != DEFAULT_RULE):
+        raise InputError("--objective/--rule choose across collections: use them with --suite")
+
+
+def sweep_any(dataset=None, suite=None, specs: Sequence[str] = DEFAULT_SPECS, *, methods=METHODS,
+              k=DEFAULT_KS, weights=None, weight_step: float = 0.1, depth=(None,),
+              per_run_k: bool = False, objective: str = "macro", rule: str = DEFAULT_RULE, **kw):
+    """``rrfbench sweep``: a sweep of one dataset (:func:`sweep_dataset`) or across a suite
+    (:func:`sweep_suite`) over the grid the options describe."""
+    one_of(dataset, suite)
+    check_suite_options(suite, objective, rule,
+                        any(kw.get(o) for o in ("tune_split", "eval_split", "folds")))
+    specs = check_specs(specs)
+    for m in methods:
+        check_choices(method=m, option="--")
+    if kw.get("run_depth", 1000) < 1:
+        raise InputError(f"--run-depth: {kw['run_depth']} must be >= 1")
+    grid = sweep_grid(len(specs), methods=methods, k=k, weights=weights,
+                      weight_step=weight_step, depth=depth, per_run_k=per_run_k)
+    if suite:
+        for o in ("tune_split", "eval_split", "folds"):
+            kw.pop(o, None)
+        return sweep_suite(suite, specs, grid=grid, objective=objective, rule=rule, **kw)
+    kw["folds"] = kw.get("folds") or None
+    return sweep_dataset(dataset, specs, grid=grid, **kw)
+
+
+@dataclass
+class PresetOutcome:
+    """A studied system tuned on one dataset, and where it was written."""
+
+    result: PresetResult
+    path: Path
+
+    def view(self) -> list:
+        r = self.result
+        return [(f"{r.system}: shipped vs tuned on {r.dataset} ({r.protocol.describe()})",
+                 r.summary()),
+                f"tuned: {r.tuned_knobs()}  p vs shipped {r.vs_shipped.p_value:.4g}; "
+                f"wrote {self.path}"]
+
+
+def tune_any(dataset=None, preset=None, suite=None, metric: str = "nDCG@10",
+             objective: str = "macro", rule: str = DEFAULT_RULE, tune_split=None, eval_split=None,
+             folds=None, progress: bool = True, log: Callable[[str], None] = _quiet):
+    """``rrfbench tune``: a studied system tuned on one dataset or across a suite."""
+    one_of(dataset, suite)
+    if not preset:
+        raise InputError("--preset: give the studied system to tune (rrfbench presets lists them)")
+    get_preset(preset)
+    check_suite_options(suite, objective, rule, tune_split or eval_split or folds)
+    if suite:
+        return tune_preset_suite(suite, preset, metric, objective, rule, progress=progress,
+                                 log=log)
+    r = tune_preset_on(dataset, preset, metric, tune_split, eval_split, folds or None,
+                       progress=progress, log=log)
+    return PresetOutcome(r, preset_result_path(r.dataset, r.preset))
+
+
+def presets_lines() -> list[str]:
+    """Each studied system: its streams, knobs, export formats and fidelity notes."""
+    lines = []
+    for p in preset_registry.PRESETS.values():
+        lines += [f"[bold]{p.name}[/bold]: {p.system}",
+                  "  streams: " + ", ".join(f"{r}={s}" for r, s in p.streams.items()),
+                  "  knobs: " + ", ".join(f"{k.name}={k.default}" + (" (fixed)" if k.fixed else "")
+                                          for k in p.knobs),
+                  "  exports: " + ", ".join(p.exports),
+                  *[f"  fidelity {line}" for line in p.fidelity_lines()]]
+    return lines
+
+
+def one_of(dataset, suite) -> None:
+    """A command takes a DATASET or ``--suite NAME``, not both, not neither."""
+    if bool(dataset) == bool(suite):
+        raise InputError("give a DATASET or --suite NAME (one of the two)")
+
+
+def cluster(scheduler: str | None = None, workers: int | None = None):
+    """A context giving a Dask client (``scheduler`` address, or a local cluster of ``workers``
+    processes), or ``None`` when neither is given."""
+    if scheduler or workers is not None:
+        return client_for(scheduler, workers)
+    return contextlib.nullcontext(None)
+
+
+def export_result(best_json, to: str, which: str = "recommended", output=None) -> str:
+    """A saved result rendered in a target's configuration shape (:func:`rrfbench.exporters.
+    render`); with ``output`` also written there."""
+    if which not in WHICH_EXPORT:
+        raise choice("--which", which, WHICH_EXPORT)
+    text = render(load_result(best_json), to, which=which)
+    if output:
+        write_text(output, text)
+    return text
+
+
+WHICH_EXPORT = ("recommended", "config")  # export's default comes first: what the verdict supports

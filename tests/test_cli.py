@@ -249,3 +249,14 @@ def test_datasets_command_lists_the_search_path(tmp_path):
     code, out, err = console("datasets", env={"RRFBENCH_DATA": str(tmp_path)})
     assert code == 0, err
     assert "tiny" in out and "test (2 q, 2 j)" in out
+
+
+def test_version_has_one_home():
+    from importlib import metadata
+
+    import rrfbench
+    from rrfbench._version import __version__
+
+    assert rrfbench.__version__ == __version__ == metadata.version("rrfbench")
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'attr = "rrfbench._version.__version__"' in text and '\nversion = "' not in text

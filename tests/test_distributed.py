@@ -33,16 +33,18 @@ def _engine(cranfield, run_of):
 
 @needs_cranfield
 def test_dask_sweep_equals_in_process(cranfield, run_of, cluster, tmp_path):
+    from rrfbench.distributed import chunk_map
     from rrfbench.engine import run_sweep
 
     eng, grid = _engine(cranfield, run_of)
     local = run_sweep(eng, grid, tmp_path / "local", chunk_size=16, progress=False)
-    remote = run_sweep(eng, grid, tmp_path / "dask", chunk_size=16, progress=False, client=cluster)
+    remote = run_sweep(eng, grid, tmp_path / "dask", chunk_size=16, progress=False, map_chunks=chunk_map(cluster))
     pd.testing.assert_frame_equal(local, remote)
 
 
 @needs_cranfield
 def test_a_worker_killed_mid_sweep_costs_only_its_chunks(cranfield, run_of, cluster, tmp_path):
+    from rrfbench.distributed import chunk_map
     from rrfbench.engine import run_sweep
 
     eng, grid = _engine(cranfield, run_of)
@@ -59,7 +61,7 @@ def test_a_worker_killed_mid_sweep_costs_only_its_chunks(cranfield, run_of, clus
             os.kill(pid, signal.SIGKILL)  # the worker process dies mid-sweep
 
     table = run_sweep(eng, grid, tmp_path / "kill", chunk_size=16, progress=False,
-                      client=cluster, on_chunk=kill_one)
+                      map_chunks=chunk_map(cluster), on_chunk=kill_one)
     assert killed
     pd.testing.assert_frame_equal(reference, table)
 

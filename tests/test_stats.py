@@ -57,3 +57,24 @@ def test_paired_t_equals_scipy():
         a, b = rng.random(n), rng.random(n)
         assert paired_t(a, b) == pytest.approx(stats.ttest_rel(a, b).pvalue, rel=1e-9)
     assert paired_t([1.0, 2.0], [0.0, 1.0]) == 0.0  # constant difference
+
+
+def test_holm_hand_computed():
+    from rrfbench.stats import holm
+
+    # sorted: .005 x4 = .02, .01 x3 = .03, .03 x2 = .06, .04 x1 = .04 -> running max .06
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])            # capped at 1
+    assert holm([0.02]) == pytest.approx([0.02])                     # one test: unchanged
+    # a stack of families, adjusted row by row
+    got = holm([[0.01, 0.04, 0.03, 0.005], [0.04, 0.01, 0.005, 0.03]])
+    assert got == pytest.approx(np.array([[0.03, 0.06, 0.06, 0.02], [0.06, 0.03, 0.02, 0.06]]))
+
+
+def test_holm_between_raw_and_bonferroni():
+    from rrfbench.stats import holm
+
+    p = np.random.default_rng(4).random(9) ** 3
+    adj = holm(p)
+    assert np.all(adj >= p - 1e-15) and np.all(adj <= np.minimum(1, 9 * p) + 1e-15)
+    assert np.all(np.diff(adj[np.argsort(p)]) >= 0)                  # monotone in p

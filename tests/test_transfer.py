@@ -7,13 +7,21 @@ import shutil
 import numpy as np
 import pytest
 
-from rrfbench.results import Protocol
+from rrfbench.results import Protocol, TransferResult
 from rrfbench.transfer import (
+    NOISE_SHIFT,
+    VERDICTS,
     CollectionData,
+    _draw,
+    _replicate_outcomes,
+    collection_outcomes,
+    neighbourhoods,
     objective_values,
     one_se_set,
     select,
+    stability,
     transfer_result,
+    verdict_code,
 )
 from tests.conftest import needs_cranfield
 
@@ -46,6 +54,40 @@ def test_one_standard_error_rule_hand_computed():
     dist = np.array([0.0, 1.0, 2.0])
     assert select([c1, c2], "macro", "best", dist) == 1
     assert select([c1, c2], "macro", "1se", dist) == 0
+
+
+NB_CONFIGS = [{"method": "rrf", "k": [1], "w": 0.0, "norm": None},
+              {"method": "rrf", "k": [10], "w": 0.0, "norm": None},
+              {"method": "rrf", "k": [60], "w": 0.0, "norm": None},
+              {"method": "rrf", "k": [10], "w": 0.5, "norm": None},
+              {"method": "convex", "k": [10], "w": 0.0, "norm": "zscore"},
+              {"method": "convex", "k": [10], "w": 0.0, "norm": "tmm"}]
+
+
+def test_neighbourhoods_hand_computed():
+    # k ranks 1 -> 0, 10 -> 1, 60 -> 2; w ranks 0 -> 0, .5 -> 1: one step on each at most, the
+    # same method and norm. The two convex points have no such neighbour: they take each other
+    # (same numbers, one non-numeric setting apart)
+    A = neighbourhoods(NB_CONFIGS).toarray()
+    assert (A > 0).astype(int).tolist() == [[1, 1, 0, 1, 0, 0], [1, 1, 1, 1, 0, 0],
+                                            [0, 1, 1, 1, 0, 0], [1, 1, 1, 1, 0, 0],
+                                            [0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1]]
+    assert A.sum(axis=1) == pytest.approx(np.ones(6)) and A[0, 0] == pytest.approx(1 / 3)
+
+
+def test_neighbourhood_rule_hand_computed():
+    # g1 is best (.6); within one standard error (.1155 for g0: d = .3, -.1, .3, -.1): g0, g1,
+    # g3, g4. Neighbourhood means: g0 (.5+.6+.58)/3 = .56, g1 = g3 = (.5+.6+.2+.58)/4 = .47,
+    # g4 (.59+.1)/2 = .345 -> nbr takes g0, the middle of the plateau, not the peak g1
+    c = coll("c", [.5, [.8, .4, .8, .4], .2, .58, .59, .1])
+    tied, _ = one_se_set([c], best=1)
+    assert tied.tolist() == [True, True, False, True, True, False]
+    A = neighbourhoods(NB_CONFIGS)
+    assert (A @ objective_values([c], "macro"))[[0, 1, 3, 4]] == pytest.approx(
+        [.56, .47, .47, .345])
+    assert select([c], "macro", "best") == 1
+    assert select([c], "macro", "nbr", neighbours=A) == 0
+    assert select([c], "macro", "nbr") == 1          # no neighbourhoods: the best of the tied
 
 
 def _result(colls, **kw):
@@ -82,6 +124,143 @@ def test_verdicts():
     mixed = up[:2] + [coll("bad", [[.5] * 30, [.1] * 30], n=30)]
     assert _result(mixed).verdict == "no evidence that it transfers"
     assert _result(mixed).summary["losses"] == 1
+
+
+def test_holm_lets_a_p_003_loss_among_six_pass_but_not_p_0001():
+    # three clear wins, two ties, one loss. Holm: sorted p x (6, 5, 4, 3, 2, 1), running max.
+    # loss p=.03 is 4th: .03 x 3 = .09 -> not significant; p=.001 is 2nd: x 5 = .005 -> loss
+    deltas = [0.05, 0.04, 0.03, 0.001, -0.002, -0.013]
+    adj, out = collection_outcomes(deltas, [0.0001, 0.002, 0.004, 0.5, 0.7, 0.03])
+    assert adj == pytest.approx([0.0006, 0.01, 0.016, 1.0, 1.0, 0.09])
+    assert out == ["win", "win", "win", "tie", "tie", "tie"]
+    adj, out = collection_outcomes(deltas, [0.0001, 0.002, 0.004, 0.5, 0.7, 0.001])
+    assert adj == pytest.approx([0.0006, 0.008, 0.012, 1.0, 1.0, 0.005])
+    assert out[-1] == "loss"
+    # the verdict rule itself: gain, p over queries, p over collections, a (Holm) loss
+    assert [int(verdict_code(0.01, 0.001, p, loss)) for p, loss in
+            ((0.01, False), (0.2, False), (0.01, True))] == [0, 1, 2]
+    assert int(verdict_code(-0.01, 0.001, 0.001, False)) == 2
+
+
+def _standard(seed, n=40):
+    z = np.random.default_rng(seed).normal(size=n)
+    return (z - z.mean()) / z.std(ddof=1)
+
+
+def _suite(diffs, default=0.5):
+    """Collections of two grid points: g0 = the default, g1 = the default + ``diffs[c]``."""
+    return [coll(f"c{i}", [[default] * len(d), list(default + np.asarray(d))], n=len(d))
+            for i, d in enumerate(diffs)]
+
+
+def test_one_raw_loss_at_p_003_no_longer_blocks_the_verdict():
+    wins = [0.1 + 0.05 * _standard(i) for i in range(3)]
+    ties = [0.05 * _standard(10 + i) for i in range(2)]
+    for mu, blocks in ((0.018, False), (0.029, True)):        # raw p 0.030 and 0.0010
+        r = _result(_suite(wins + ties + [-mu + 0.05 * _standard(7)]), stability_resamples=0)
+        bad = r.loco[5]["default"]
+        assert bad["p_value"] == pytest.approx(0.030 if mu < 0.02 else 0.0010, abs=0.0005)
+        assert bad["outcome_unadjusted"] == "loss" and bad["p_value_holm"] > bad["p_value"]
+        assert (bad["outcome"] == "loss") is blocks
+        assert (r.verdict == "no evidence that it transfers") is blocks
+        assert r.summary["losses_unadjusted"] == 1 and r.summary["losses"] == int(blocks)
+        assert "Holm" in r.tests["multiplicity"] and "6 per-collection" in r.tests["multiplicity"]
+        assert not r.stability
+    assert r.loco[5]["default"]["p_value_holm"] == pytest.approx(3 * 0.0010, abs=0.002)
+
+
+def test_stability_near_one_for_a_clear_winner():
+    r = _result(_suite([0.1 + 0.05 * _standard(i) for i in range(4)]))
+    s = r.stability
+    assert r.verdict == "transfers" and s["verdict_before"] == "transfers"
+    assert s["stability"] >= 0.99 and s["share_same_config"] == 1.0
+    assert s["B"] == 200 and s["seed"] == 0 and set(s["schemes"]) == {"bootstrap", "noise"}
+    assert sum(s["schemes"]["noise"]["verdict_counts"].values()) == 200
+    assert s["cheap_tests_on_data"]["agrees"]
+    assert all(v["share_same_outcome"] >= 0.99 for v in s["per_collection"].values())
+    assert "N(0, 0.001^2)" in s["perturbation"]["noise"] and "1000 flips" in s["tests"]
+    assert "stability" in r.tests and r.recommended["label"] == "g1"
+
+
+def test_a_near_tie_is_unstable_and_keeps_the_default():
+    # a gain just significant over queries (p = 0.043): a resample or a 0.001 shift flips it
+    r = _result(_suite([0.016 + 0.1 * _standard(i) for i in range(4)]))
+    s = r.stability
+    assert s["verdict_before"] == "likely transfers, weak evidence"
+    assert r.summary["p_value_queries"] == pytest.approx(0.043, abs=0.003)
+    assert s["stability"] < 0.8 and r.verdict == "unstable" == VERDICTS[3]
+    assert r.recommended["label"] == "default" and "the default stays" in r.recommended["reason"]
+    assert "unstable, keep the default" in r.verdict_reason
+    assert r.per_collection["c0"]["recommended"] == r.per_collection["c0"]["default"]
+    # without the stability figure the verdict stands
+    assert _result(_suite([0.016 + 0.1 * _standard(i) for i in range(4)]),
+                   stability_resamples=0).verdict == "likely transfers, weak evidence"
+
+
+def test_stability_is_deterministic_for_a_seed():
+    colls = _suite([0.02 + 0.1 * _standard(i) for i in range(4)])
+    a = stability(colls, n_resamples=50, seed=3)
+    assert a == stability(colls, n_resamples=50, seed=3)
+    assert a["schemes"] != stability(colls, n_resamples=50, seed=4)["schemes"]
+    assert _result(colls).stability == _result(colls).stability
+
+
+def test_noise_moves_each_mean_by_noise_shift():
+    # m = 2% of 300 queries change by N(0, s^2), s = 0.001 * 300 / sqrt(6): the mean of each
+    # configuration moves by N(0, 0.001^2)
+    c = coll("c", list(np.random.default_rng(0).random((50, 300))), n=300)
+    (rt, re_), = _draw("noise", [c], 400, np.random.default_rng(1), NOISE_SHIFT, 0.02)
+    assert rt.cols.shape == (400, 6) and re_ is not rt                 # holdout: two draws
+    shift = rt.s1()[:50] / 300 - c.T.mean(axis=1)[:, None]
+    assert shift.std() == pytest.approx(NOISE_SHIFT, rel=0.05)
+
+
+@pytest.mark.parametrize("scheme", ["data", "bootstrap", "noise"])
+def test_replicates_select_as_select_does(scheme):
+    # replicate b built explicitly, then select() on it: the same picks as the vectorised code
+    rng = np.random.default_rng(5)
+    cv = Protocol("cv", "test", "test", 5)
+    colls = [CollectionData("a", HOLD, rng.random((12, 20)), rng.random((12, 23)), rng.random(20),
+                            rng.random(23), [])]
+    for name, n in (("b", 8), ("c", 12)):
+        T, d = rng.random((12, n)), rng.random(n)
+        colls.append(CollectionData(name, cv, T, T, d, d, []))
+    dist = rng.random(12).round(1)
+    nbrs = neighbourhoods([{"a": i % 4, "b": i // 4, "m": "x" if i < 6 else "y"}
+                           for i in range(12)])
+    reps = _draw(scheme, colls, 6, np.random.default_rng(1), 0.01, 0.2)
+
+    def explicit(r, b):
+        if r.idx is not None:
+            return r.X[:, r.idx[b]]
+        X = r.X.copy()
+        X[:, r.cols[b]] += r.noise[:, b, :]
+        return X
+
+    for objective in ("macro", "worst", "meanrank"):
+        for rule in ("best", "1se", "nbr"):
+            out = _replicate_outcomes(colls, reps, objective, rule, dist,
+                                      np.random.default_rng(0), 200, 200, nbrs)
+            for b in range(out["full"].shape[0]):
+                rc = []
+                for (rt, re_), c in zip(reps, colls, strict=True):
+                    XT, XE = explicit(rt, b), explicit(re_, b)
+                    rc.append(CollectionData(c.name, c.protocol, XT[:-1], XE[:-1], XT[-1],
+                                             XE[-1], []))
+                want = [select(rc[:i] + rc[i + 1:], objective, rule, dist, nbrs)
+                        for i in range(3)]
+                assert out["loco"][:, b].tolist() == want, (objective, rule, b)
+                assert out["full"][b] == select(rc, objective, rule, dist, nbrs)
+
+
+def test_transfer_json_without_stability_still_loads():
+    r = _result(_suite([0.1 + 0.05 * _standard(i) for i in range(3)]), stability_resamples=20)
+    d = json.loads(json.dumps(r.to_json()))
+    assert TransferResult.from_json(d) == r
+    for key in ("stability",):
+        d.pop(key)
+    old = TransferResult.from_json(d)
+    assert old.stability == {} and old.verdict == r.verdict
 
 
 def suite_copy(tmp_path, names, poison=None):

@@ -82,3 +82,52 @@ def test_fuse_config_reproduces_a_holdout_result_and_export_warns(mini_beir, tmp
     warn = [ln for ln in cap.err.splitlines() if ln.startswith("warning:")]
     assert len(warn) == 1 and "validated on one collection only (mini)" in warn[0]
     assert "# validated on one collection only (mini)" in cap.out
+
+
+def test_preset_reuse_keys_on_run_content_not_recipe(mini_beir, results_root):
+    """A run recomputed with the same recipe (manifest) but different content invalidates a
+    saved preset result: it is recomputed, and the log says which run changed."""
+    from rrfbench.retrievers import make_retriever
+    from rrfbench.retrievers.base import cached_run, read_manifest, run_path
+    from rrfbench.runs import Run
+    from rrfbench.workflows import as_dataset
+
+    ds = as_dataset(str(mini_beir))
+    logs = []
+    first = tune_preset_on(ds, "ai-memory", progress=False, log=logs.append)
+    path = results_root / "mini" / "presets" / "ai-memory" / "best.json"
+    assert first.provenance["runs_read"] and first.provenance["cache_key"] == first.cache_key
+    tune_preset_on(ds, "ai-memory", progress=False, log=logs.append)
+    assert "reusing" in logs[-1] and "unchanged" in logs[-1]
+    spec = first.streams["keyword"] if "keyword" in first.streams else next(iter(first.streams.values()))
+    retriever = make_retriever(spec)
+    before = read_manifest(run_path(ds.name, "test", retriever.name))
+    real = retriever.retrieve
+
+    def perturbed(dataset, queries, depth):  # same recipe, other scores (same ranking)
+        run = real(dataset, queries, depth)
+        return Run(run.df.assign(score=run.df.score * 0.5 + 1.0), run.name, meta=run.meta)
+
+    retriever.retrieve = perturbed
+    cached_run(retriever, ds, "test", force=True)
+    after = read_manifest(run_path(ds.name, "test", retriever.name))
+    keys = ("retriever", "params", "depth", "versions", "fingerprint", "split", "score_floor")
+    assert {k: after[k] for k in keys} == {k: before[k] for k in keys}
+    assert after["content_digest"] != before.get("content_digest")
+    mtime = path.stat().st_mtime_ns
+    again = tune_preset_on(ds, "ai-memory", progress=False, log=logs.append)
+    assert "recomputing" in logs[-1] and "run content changed" in logs[-1], logs[-1]
+    assert path.stat().st_mtime_ns != mtime
+    assert again.provenance["runs_read"] != first.provenance["runs_read"]
+
+
+def test_result_tables_are_dataframes_shown_alike(mini_beir, tmp_path):
+    from rrfbench.report import md_table
+
+    grid = sweep_grid(2, methods=("rrf",), k=(10, 60), weight_step=0.5)
+    r = sweep_dataset(str(mini_beir), ["bm25", "fts5"], grid=grid, out=tmp_path,
+                      progress=False).result
+    df = r.summary()
+    assert list(df.system)[0] == f"tuned: {r.label}" and len(df) == 3
+    text = md_table(df)
+    assert f"{r.tuned.value:.4f}" in text and f"{r.tuned.value:.4f}" in (tmp_path / "report.md").read_text()

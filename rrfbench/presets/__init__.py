@@ -1,36 +1,33 @@
 """The studied production systems as presets: a registry, one module per system.
 
-Each module in this package (other than :mod:`~rrfbench.presets.base`) defines ``PRESET``, an
-instance of a :class:`~rrfbench.presets.base.Preset` subclass: the system's fusion, its knobs
-and grid, its export shapes and its fidelity list. The registry finds them by scanning the
-package, so **adding a fifth system means adding one file** here; nothing else in rrfbench
-names a system.
+Each system module defines ``PRESET``, an instance of a :class:`~rrfbench.presets.base.Preset`
+subclass: the system's fusion, its knobs and grid, its export shapes and its fidelity list. The
+registry is declared here, in one tuple, and nowhere else (nothing is registered as a side
+effect of an import): **adding a fifth system means one file plus its name in**
+:data:`PRESETS`; nothing else in rrfbench names a system.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from pathlib import Path
 
 from ..errors import InputError
+from ..runs import read_text
+from . import aimemory, nexusai, titan, zeus
 from .base import ASSUMED, EXACT, NOT_MODELLED, Fidelity, Knob, Preset
 
 
-def _discover() -> dict[str, Preset]:
+def registry(presets) -> dict[str, Preset]:
+    """Name -> preset, refusing two presets of one name."""
     found: dict[str, Preset] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "base":
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        preset = getattr(module, "PRESET", None)
-        if isinstance(preset, Preset):
-            if preset.name in found:
-                raise RuntimeError(f"two presets named {preset.name!r}")
-            found[preset.name] = preset
+    for preset in presets:
+        if preset.name in found:
+            raise RuntimeError(f"two presets named {preset.name!r}")
+        found[preset.name] = preset
     return found
 
 
-PRESETS: dict[str, Preset] = _discover()
+PRESETS: dict[str, Preset] = registry((aimemory.PRESET, nexusai.PRESET, titan.PRESET, zeus.PRESET))
 
 
 def get_preset(name: str) -> Preset:
@@ -47,10 +44,6 @@ def export_formats() -> dict[str, Preset]:
 
 def read_prior(path) -> dict[str, float]:
     """A PageAuthority-style prior: ``docid<whitespace>multiplier`` per line (``#`` comments)."""
-    from pathlib import Path
-
-    from ..runs import read_text
-
     path = Path(path)
     out = {}
     for lineno, line in enumerate(read_text(path).split("\n"), 1):

@@ -13,6 +13,7 @@ runs per base, then all results merge by fused score (:meth:`Zeus.run_bases`). S
 from __future__ import annotations
 
 import pandas as pd
+import yaml
 
 from ..errors import InputError
 from ..fusion import order_to_scores
@@ -39,8 +40,6 @@ def _body(params):
 
 
 def _yaml_export(params: dict, prov: list[str]) -> str:
-    import yaml
-
     return comment_block("#", ["Tuned by rrfbench."] + prov) + yaml.safe_dump(
         _body(params), sort_keys=False)
 

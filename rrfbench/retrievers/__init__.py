@@ -12,8 +12,8 @@ kind           variants                                     options
                ``and_tokens``, ``titan`` (titan's builder), (sentences or ``words`` N),
                ``jieba``, ``trigram`` (FTS5's trigram       ``overlap``
                tokenizer)
-``dense``      ``onnx-int8`` (default), ``onnx-int8-vnni``,
-               ``onnx``, ``torch``, ``ann`` (FAISS HNSW
+``dense``      ``onnx`` (fp32, default), ``torch``,
+               ``onnx-int8``, ``onnx-int8-vnni``, ``ann`` (FAISS HNSW
                over the default backend's embeddings)       ``model`` (a local folder, or
                                                             ``use-multilingual-v3``)
 ``rank_bm25``  ``regex`` (default), ``jieba``
@@ -28,13 +28,19 @@ from __future__ import annotations
 
 from ..errors import InputError
 from .base import RunResult, cached_run, lib_versions, run_path
+from .bm25 import BM25Retriever
+from .dense import DenseRetriever
+from .entity import EntityRetriever
+from .fts5 import FTS5Retriever
+from .graph import GraphRetriever
+from .rank_bm25 import RankBM25Retriever
 
 # kind -> (default variant or None, allowed variants, allowed options)
 VARIANTS: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...]]] = {
     "bm25": ("en", ("en", "jieba"), ("k1", "b")),
     "fts5": ("or_tokens", ("or_tokens", "phrase", "and_tokens", "titan", "jieba", "trigram"),
              ("granularity", "span", "words", "overlap")),
-    "dense": ("onnx-int8", ("onnx-int8", "onnx-int8-vnni", "onnx", "torch", "ann"), ("model",)),
+    "dense": ("onnx", ("onnx", "torch", "onnx-int8", "onnx-int8-vnni", "ann"), ("model",)),
     "rank_bm25": ("regex", ("regex", "jieba"), ()),
     "entity": (None, (), ("min_len",)),
     "graph": (None, (), ("seed", "hops", "graph", "neighbours", "seed_limit", "direction")),
@@ -75,28 +81,18 @@ def make_retriever(spec: str, **options):
     """A retriever from a spec (see the module docstring) plus keyword options."""
     kind, variant, opts = parse_spec(spec)
     if kind == "bm25":
-        from .bm25 import BM25Retriever
-
         return BM25Retriever(tokenizer=variant, **_numbers(opts, spec), **options)
     if kind == "fts5":
-        from .fts5 import FTS5Retriever
-
         return FTS5Retriever(variant=variant, **opts, **options)
     if kind == "dense":
-        from .dense import DenseRetriever
-
         return DenseRetriever(**{"backend": variant, **opts, **options})
     if kind == "rank_bm25":
-        from .rank_bm25 import RankBM25Retriever
-
         return RankBM25Retriever(tokenizer=variant, **options)
     if kind == "entity":
-        from .entity import EntityRetriever
-
         return EntityRetriever(**_numbers(opts, spec), **options)
-    from .graph import GraphRetriever
-
-    return GraphRetriever(**opts, **options)
+    for seed in opts.get("seed", "bm25").split("+"):
+        parse_spec(seed)  # every seed spec checked before any work starts
+    return GraphRetriever(**opts, **options, make_seed=make_retriever)
 
 
 def _numbers(opts: dict, spec: str) -> dict:

@@ -14,6 +14,7 @@ recomputes a run it already has.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -21,10 +22,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
 import pandas as pd
 
 from ..runs import Run, manifest_path
-from ..store import results_dir, utc_now, write_text
+from ..store import results_dir, utc_now, write_parquet, write_text
 
 MANIFEST_KEYS = ("retriever", "params", "depth", "versions", "fingerprint", "split",
                  "score_floor")
@@ -66,6 +68,39 @@ def locators(run_file: Path) -> pd.DataFrame | None:
 def table_path(run_file: Path) -> Path:
     """The parquet copy beside a cached run file: ``x.trec.gz`` -> ``x.parquet``."""
     return run_file.with_name(run_file.name.split(".")[0] + ".parquet")
+
+
+def content_digest(run: Run) -> str:
+    """What a run holds, not how it was made: sha256 of its (qid, docid, score rounded to 1e-9)
+    rows in (qid, docid) order. Computed once when a run is written and kept in its manifest
+    (``content_digest``); saved results record the digests of the runs they read."""
+    df = run.df.sort_values(["qid", "docid"], kind="stable")
+    h = hashlib.sha256()
+    for col in ("qid", "docid"):
+        h.update("\0".join(df[col].astype(str)).encode())
+        h.update(b"\1")
+    h.update(np.round(df.score.to_numpy(dtype="<f8"), 9).tobytes())
+    return h.hexdigest()[:16]
+
+
+_DIGESTS: dict[tuple, str] = {}
+
+
+def run_content_digest(path: Path) -> str | None:
+    """The content digest of a cached run file (from its manifest; computed from the run for a
+    manifest written before digests were recorded); ``None`` when the run is not cached."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    if manifest is None:
+        return None
+    if manifest.get("content_digest"):
+        return manifest["content_digest"]
+    key = (str(path), manifest.get("created"), path.stat().st_mtime_ns)
+    if key not in _DIGESTS:
+        table = table_path(path)
+        run = (Run.from_parquet(table, ranked=True) if table.exists() else Run.from_trec(path))
+        _DIGESTS[key] = content_digest(run)
+    return _DIGESTS[key]
 
 
 def run_path(dataset_name: str, split: str, name: str, root: Path | None = None) -> Path:
@@ -153,14 +188,13 @@ def cached_run(retriever, dataset, split: str = "test", depth: int = 1000, force
         "n_queries_with_results": int(run.df.qid.nunique()),
         "n_rows": len(run),
         "created": utc_now(),
+        "content_digest": content_digest(run),
     })
     manifest.update(getattr(retriever, "last_stats", {}) or {})
     run.to_trec(path)
     run.to_parquet(table_path(path))
     locs = getattr(retriever, "last_locators", None)
     if locs is not None:  # span FTS: the winning span of each (query, document)
-        from ..store import write_parquet
-
         write_parquet(locators_path(path), locs)
     write_text(manifest_path(path), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return RunResult(run, manifest, path, False)

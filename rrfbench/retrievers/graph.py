@@ -25,6 +25,8 @@ import pandas as pd
 from ..errors import InputError, choice
 from ..runs import Run
 from ..store import results_dir, write_parquet
+from .bm25 import BM25Retriever
+from .dense import DenseRetriever, topk_cosine
 
 
 class GraphRetriever:
@@ -32,9 +34,13 @@ class GraphRetriever:
 
     def __init__(self, seed: str = "bm25", hops: int | str = 1, graph: str = "dense",
                  neighbours: int | str = 8, seed_limit: int | str = 5, direction: str = "both",
-                 relations: tuple | None = None):
-        from . import parse_spec
-
+                 relations: tuple | None = None, make_seed=None):
+        """``make_seed(spec)`` builds a seed retriever (:func:`rrfbench.retrievers.make_retriever`
+        passes itself: the graph stream does not reach up to the registry that builds it)."""
+        if make_seed is None:
+            raise InputError("graph: build it with make_retriever('graph;seed=...') (it needs "
+                             "make_seed to build its seed retrievers)")
+        self.make_seed = make_seed
         try:
             self.hops, self.neighbours = int(hops), int(neighbours)
             self.seed_limit = int(seed_limit)
@@ -48,7 +54,7 @@ class GraphRetriever:
             raise choice("graph: direction", direction, ("both", "out"))
         self.seeds = seed.split("+")
         for s in self.seeds:
-            if parse_spec(s)[0] == "graph":
+            if s.split(";")[0].split(":")[0] == "graph":
                 raise InputError("graph: a graph retriever cannot seed another")
         self.graph, self.direction = graph, direction
         self.relations = tuple(relations) if relations else None
@@ -73,14 +79,10 @@ class GraphRetriever:
             return pd.read_parquet(path)
         docids = np.asarray(dataset.corpus.docid, dtype=object)
         if self.graph == "dense":
-            from .dense import DenseRetriever, topk_cosine
-
             emb = DenseRetriever(show_progress=False).corpus_embeddings(dataset)
             idx, sim = topk_cosine(np.asarray(emb, dtype=np.float32), emb, self.neighbours + 1)
             rel = "knn-dense"
         else:
-            from .bm25 import BM25Retriever
-
             r = BM25Retriever()
             model, _ = r.index(dataset)
             toks = [t[:64] or ["_"] for t in r.tokenize(dataset.doc_texts())]
@@ -136,13 +138,11 @@ class GraphRetriever:
         return hits
 
     def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:
-        from . import make_retriever
-
         nbrs = self.adjacency(dataset)
         seed_lists = []
         for spec in self.seeds:
             kw = {"show_progress": False} if spec.startswith("dense") else {}
-            run = make_retriever(spec, **kw).retrieve(dataset, queries, self.seed_limit)
+            run = self.make_seed(spec, **kw).retrieve(dataset, queries, self.seed_limit)
             seed_lists.append({q: g.docid.tolist() for q, g in run.df.groupby("qid", sort=False)})
         rows = []
         for qid in queries.qid:

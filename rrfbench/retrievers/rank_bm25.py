@@ -13,6 +13,7 @@ Only documents sharing at least one token with the query enter the run.
 
 from __future__ import annotations
 
+import logging
 import re
 
 import numpy as np
@@ -32,8 +33,6 @@ def regex_tokenize(text: str) -> list[str]:
 def jieba_module():
     """jieba, its start-up chatter silenced once (setLogLevel clears logging caches: calling it
     per text made tokenisation many times slower)."""
-    import logging
-
     import jieba
 
     if not getattr(jieba, "_rrfbench_quiet", False):

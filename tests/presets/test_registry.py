@@ -30,7 +30,7 @@ def test_grids_respect_ranges_and_fidelity_is_declared():
 
 
 def test_a_fifth_system_is_one_file(tmp_path, monkeypatch):
-    """Dropping one module into the package registers a new system, export shape included."""
+    """One module plus its entry in the registry adds a system, export shape included."""
     import rrfbench.presets as pkg
 
     mod = tmp_path / "fifth.py"
@@ -49,13 +49,17 @@ def test_a_fifth_system_is_one_file(tmp_path, monkeypatch):
                        fidelity=(Fidelity("everything", EXACT),),
                        exports={"fifth-json": lambda params, prov: str(params)})
     '''))
-    monkeypatch.setattr(pkg, "__path__", [*pkg.__path__, str(tmp_path)])
     monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("rrfbench.presets.fifth", None)
-    found = pkg._discover()
+    sys.modules.pop("fifth", None)
+    fifth = importlib.import_module("fifth")
+    found = pkg.registry([*PRESETS.values(), fifth.PRESET])
     assert "fifth" in found and len(found) == 5
     assert found["fifth"].fuse_query({"only": ["b", "a"]}, {"w": 1.0}, 10)[0] == ("b", 1 / 11)
-    sys.modules.pop("rrfbench.presets.fifth", None)
+    monkeypatch.setattr(pkg, "PRESETS", found)
+    assert get_preset("fifth") is fifth.PRESET and "fifth-json" in export_formats()
+    with pytest.raises(RuntimeError, match="two presets named 'fifth'"):
+        pkg.registry([fifth.PRESET, fifth.PRESET])
+    sys.modules.pop("fifth", None)
     importlib.invalidate_caches()
 
 

@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from rrfbench.retrievers import make_retriever
 from rrfbench.retrievers.graph import GraphRetriever
 
 EDGES = pd.DataFrame({"src": ["a", "a", "b", "c", "x"], "dst": ["b", "c", "d", "e", "a"],
@@ -9,7 +10,7 @@ EDGES = pd.DataFrame({"src": ["a", "a", "b", "c", "x"], "dst": ["b", "c", "d", "
 
 
 def walker(**kw):
-    g = GraphRetriever(**kw)
+    g = GraphRetriever(**kw, make_seed=make_retriever)
     g.edges = lambda dataset: EDGES  # a hand-made corpus graph
     return g
 
@@ -31,7 +32,8 @@ def test_real_corpus_graph_seeded_by_bm25(tiny_beir):
     from rrfbench import load_dataset
 
     ds = load_dataset(str(tiny_beir))
-    g = GraphRetriever(seed="bm25", hops=1, graph="bm25", neighbours=2, seed_limit=1)
+    g = GraphRetriever(seed="bm25", hops=1, graph="bm25", neighbours=2, seed_limit=1,
+                       make_seed=make_retriever)
     e = g.edges(ds)
     assert set(e.columns) == {"src", "dst", "relation", "weight"} and (e.src != e.dst).all()
     run = g.retrieve(ds, ds.split_queries("test"), 10)

@@ -1,0 +1,51 @@
+"""How work is spread: map functions that a workflow hands down to the sweep engine and the
+retrievers, so neither knows what runs them (this process, or a Dask cluster).
+
+* A **chunk map** scores chunks of a sweep grid: ``map_chunks(engine, chunks, grid_hash)``
+  with ``chunks`` a list of ``(index, configs, start_id)``, yielding ``(index, table)`` in any
+  order. :func:`local_chunks` is the in-process one; :func:`rrfbench.distributed.chunk_map`
+  builds one for a Dask client.
+* A **shard map** encodes corpus shards: ``map_shards(retriever, shards)`` with ``shards`` a
+  list of ``(index, texts)``, yielding ``(index, embeddings)``. The workflow sets one around a
+  block of work with :func:`mapping_shards` (the CLI's ``--workers``/``--scheduler`` do, via
+  :func:`rrfbench.distributed.using`), and dense retrieval asks :func:`shard_map` for it, so no
+  call in between has to pass it along.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+ChunkMap = Callable[[object, list, str], Iterable[tuple]]
+ShardMap = Callable[[object, list], Iterable[tuple]]
+
+_SHARD_MAP: ContextVar[ShardMap | None] = ContextVar("rrfbench_shard_map", default=None)
+
+
+def local_chunks(engine, chunks: list, grid_hash: str) -> Iterator[tuple]:
+    """Score each ``(index, configs, start_id)`` chunk here, in order."""
+    for index, configs, start in chunks:
+        yield index, engine.table(configs, start_id=start).assign(grid_hash=grid_hash)
+
+
+def local_shards(retriever, shards: list) -> Iterator[tuple]:
+    """Encode each ``(index, texts)`` shard here, in order."""
+    for index, texts in shards:
+        yield index, retriever.encode_shard(texts)
+
+
+def shard_map() -> ShardMap:
+    """The shard map set around the current work, else :func:`local_shards`."""
+    return _SHARD_MAP.get() or local_shards
+
+
+@contextmanager
+def mapping_shards(fn: ShardMap | None):
+    """Make ``fn`` the shard map inside the block (``None``: in-process)."""
+    token = _SHARD_MAP.set(fn)
+    try:
+        yield fn
+    finally:
+        _SHARD_MAP.reset(token)

@@ -1,0 +1,73 @@
+"""The default dense encoder gives the same embeddings on every x86-64 CPU kind.
+
+A fingerprint of the embeddings of 200 fixed texts (scifact's first 100 test queries and first
+100 documents) is committed in ``dense_fingerprint.json``: per text, its projections on 8 fixed
+random directions and its 5 nearest other texts (no embedding is stored). This test recomputes
+it. A CPU whose kernels give other numbers (as the int8 backends do between AVX2 and AVX-512
+VNNI) fails here, loudly, instead of silently shifting every dense number, regress baseline and
+suite verdict. Regenerate (only after a deliberate change of model or backend) with
+``RRFBENCH_UPDATE_FINGERPRINT=1 pytest tests/retrievers/test_dense_fingerprint.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import platform
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import needs_scifact
+
+pytest.importorskip("sentence_transformers")
+
+PATH = Path(__file__).with_name("dense_fingerprint.json")
+
+
+def _texts(ds) -> list[str]:
+    queries = ds.split_queries("test").text.tolist()[:100]
+    return queries + ds.doc_texts()[:100]
+
+
+@pytest.fixture(scope="module")
+def fingerprint(scifact):
+    from rrfbench.retrievers.dense import DenseRetriever, embedding_fingerprint
+
+    return embedding_fingerprint(DenseRetriever(show_progress=False), _texts(scifact))
+
+
+@needs_scifact
+def test_default_encoder_matches_the_committed_fingerprint(fingerprint):
+    from rrfbench.retrievers.dense import compare_fingerprints
+
+    if os.environ.get("RRFBENCH_UPDATE_FINGERPRINT"):
+        PATH.write_text(json.dumps({**fingerprint, "made_on": platform.machine()}) + "\n")
+    expected = json.loads(PATH.read_text())
+    problems = compare_fingerprints(expected, fingerprint)
+    assert not problems, (
+        "THIS CPU ENCODES DIFFERENTLY from the machine that made the committed results: dense "
+        "runs, regress baselines and suite verdicts will not reproduce here. " + "; ".join(problems))
+
+
+@needs_scifact
+def test_fingerprint_comparison_catches_an_int8_sized_difference(fingerprint):
+    """The check can fail: a change of the size int8 kernels make (1e-3) is reported, fp32
+    noise (1e-7) is not."""
+    from rrfbench.retrievers.dense import compare_fingerprints
+
+    noisy = copy.deepcopy(fingerprint)
+    rng = np.random.default_rng(1)
+    p = np.asarray(noisy["projections"])
+    noisy["projections"] = (p + rng.normal(0, 1e-7, p.shape)).tolist()
+    assert compare_fingerprints(fingerprint, noisy) == []
+    noisy["projections"] = (p + rng.normal(0, 1e-3, p.shape)).tolist()
+    assert any("projections differ" in x for x in compare_fingerprints(fingerprint, noisy))
+    moved = copy.deepcopy(fingerprint)
+    moved["neighbours"][3] = moved["neighbours"][3][::-1]
+    assert any("neighbours changed" in x for x in compare_fingerprints(fingerprint, moved))
+    other = copy.deepcopy(fingerprint)
+    other["recipe"]["backend"] = "onnx-int8 (avx2)"
+    assert compare_fingerprints(fingerprint, other)[0].startswith("recipe backend")

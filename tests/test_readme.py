@@ -1,0 +1,207 @@
+"""The README is a test: every command line it tells a user to type runs, as printed.
+
+Runnable lines are the ``rrfbench ...`` lines of its ```bash blocks and every inline
+```rrfbench ...``` span of its prose. Each runs as the real console script, in a fresh process of
+its own, in README order, inside a scratch copy of the project (``pyproject.toml``,
+``datasets/``, the committed ``results/``) whose data root holds small cuts of the real
+collections under their real names (:func:`cut_collection`), so that ``rrfbench fuse lisa
+--config results/transfer/en/best.json`` runs exactly as printed in seconds. A line exits 0 or
+the test fails. Syntax with optional parts or placeholders lives in ```text blocks, which are
+not run; a runnable line may hold neither.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import _have
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+SCRIPT = shutil.which("rrfbench") or str(Path(sys.executable).parent / "rrfbench")
+COLLECTIONS = ("scifact", "nfcorpus-preprocessed", "cranfield", "lisa", "time", "adi",
+               "cmrc2018-zh")
+QUERIES_PER_SPLIT = 12
+DOCS = 150
+JUDGED_PER_QUERY = 8
+
+
+def readme_commands(text: str) -> list[str]:
+    """The runnable ``rrfbench`` lines of a README, in order, each once."""
+    out: list[str] = []
+    fence = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fence = None if fence is not None else (stripped[3:].strip() or "plain")
+            continue
+        if fence == "bash":
+            tokens = shlex.split(stripped, comments=True)
+            if tokens[:1] == ["rrfbench"]:
+                out.append(shlex.join(tokens))
+        elif fence is None:
+            for span in re.findall(r"`(rrfbench [^`]+)`", line):
+                out.append(shlex.join(shlex.split(span)))
+    return list(dict.fromkeys(out))
+
+
+def test_readme_lines_are_runnable_as_printed():
+    """No optional brackets, alternatives or placeholders inside a line a user is told to run."""
+    cmds = readme_commands(README.read_text())
+    assert len(cmds) >= 15, cmds
+    for c in cmds:
+        assert not re.search(r"[\[\]|<>]|\.\.\.|\b[A-Z]{3,}\b", c), f"not runnable as printed: {c}"
+
+
+def test_syntax_lines_are_not_in_bash_blocks():
+    text = README.read_text()
+    assert "```text" in text  # the optional parts live somewhere
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            assert not re.search(r"\[--", line), f"optional part in a runnable block: {line}"
+
+
+def cut_collection(src: Path, dst: Path) -> None:
+    """A small BEIR folder cut from ``src``: per qrels split its first
+    :data:`QUERIES_PER_SPLIT` judged queries (at most :data:`JUDGED_PER_QUERY` judgments each),
+    the judged documents, then the corpus's first documents up to :data:`DOCS`."""
+    (dst / "qrels").mkdir(parents=True)
+    keep_docs: dict[str, None] = {}
+    keep_queries: set[str] = set()
+    for qrels in sorted((src / "qrels").glob("*.tsv")):
+        lines = qrels.read_text(encoding="utf-8").splitlines()
+        kept, per_query = [lines[0]], {}
+        for ln in lines[1:]:
+            qid, did, _ = ln.split("\t")
+            if qid not in per_query and len(per_query) >= QUERIES_PER_SPLIT:
+                continue
+            if per_query.get(qid, 0) >= JUDGED_PER_QUERY:
+                continue
+            per_query[qid] = per_query.get(qid, 0) + 1
+            keep_docs[did] = None
+            kept.append(ln)
+        keep_queries |= set(per_query)
+        (dst / "qrels" / qrels.name).write_text("\n".join(kept) + "\n", encoding="utf-8")
+    with open(src / "corpus.jsonl", encoding="utf-8") as fh, \
+            open(dst / "corpus.jsonl", "w", encoding="utf-8") as out:
+        rows = [json.loads(ln) for ln in fh if ln.strip()]
+        chosen = [r for r in rows if str(r["_id"]) in keep_docs]
+        chosen += [r for r in rows if str(r["_id"]) not in keep_docs][:max(0, DOCS - len(chosen))]
+        out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen)
+    with open(src / "queries.jsonl", encoding="utf-8") as fh, \
+            open(dst / "queries.jsonl", "w", encoding="utf-8") as out:
+        out.writelines(ln for ln in fh if ln.strip() and str(json.loads(ln)["_id"]) in keep_queries)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A scratch project: the committed files a user's clone has, and small data."""
+    missing = [c for c in COLLECTIONS if not _have(c)]
+    if missing:
+        pytest.skip(f"not on RRFBENCH_DATA: {', '.join(missing)}")
+    from rrfbench.datasets import available_datasets
+
+    where = dict(available_datasets())
+    base = tmp_path_factory.mktemp("readme")
+    data, proj = base / "data", base / "project"
+    for name in COLLECTIONS:
+        cut_collection(Path(where[name]), data / name)
+    proj.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", proj)
+    shutil.copy(ROOT / "README.md", proj)
+    shutil.copytree(ROOT / "datasets", proj / "datasets")
+    tracked = subprocess.run(["git", "ls-files", "results"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()
+    for rel in tracked or [str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("*")
+                           if p.is_file()]:
+        (proj / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, proj / rel)
+    env = {k: v for k, v in os.environ.items() if k != "RRFBENCH_RESULTS"}
+    env.update(RRFBENCH_DATA=str(data), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               COLUMNS="200")
+    return proj, env
+
+
+def run_line(line: str, proj: Path, env: dict, timeout: int = 600):
+    return subprocess.run([SCRIPT, *shlex.split(line)[1:]], cwd=proj, env=env, text=True,
+                          capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_every_readme_command_runs(project):
+    """Each README line, in order, in a fresh process: exit 0, no traceback, no library debug
+    logging. ``rrfbench regress`` compares against baselines recorded on this small data first
+    (``--update``), since the committed ones describe the full collections
+    (tests/test_regress.py checks those)."""
+    import time
+
+    proj, env = project
+    failures, times = [], []
+    for line in readme_commands(README.read_text()):
+        if line == "rrfbench regress":
+            prep = run_line("rrfbench regress --update", proj, env)
+            assert prep.returncode == 0, prep.stderr[-2000:]
+        t0 = time.perf_counter()
+        p = run_line(line, proj, env)
+        times.append(f"{time.perf_counter() - t0:7.1f} s  {line}")
+        out = p.stdout + p.stderr
+        if p.returncode != 0 or "Traceback" in out or "DEBUG:" in out:
+            failures.append(f"$ {line}\n(exit {p.returncode})\n{out[-3000:]}")
+    print("\n".join(times))  # shown with -s or -rP
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.skipif(not _have("scifact"), reason="needs the committed results only")
+def test_suite_result_exports_in_a_fresh_shell(tmp_path):
+    """The suite result loads in a fresh process that imported nothing else first (it used to
+    fail: its result kind was registered as a side effect of importing rrfbench.transfer)."""
+    p = subprocess.run([SCRIPT, "export", "results/transfer/en/presets/titan/best.json",
+                        "--to", "titan"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "vector" in p.stdout.lower() and "k" in p.stdout
+    p = subprocess.run([sys.executable, "-c", "from rrfbench.results import load_result; "
+                        "r = load_result('results/transfer/en/best.json'); "
+                        "print(type(r).__name__, r.config_for('recommended')['method'])"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.startswith("TransferResult"), p.stderr
+
+
+def test_compare_refuses_results_of_different_datasets():
+    """Two results that merely share query ids are not a paired comparison: one line, exit 2
+    (it used to report 'delta +0.44, p = 1e-4' for scifact vs cranfield)."""
+    p = subprocess.run([SCRIPT, "compare", "results/scifact/best.json",
+                        "results/cranfield/best.json"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert lines[0].startswith("error: compare: the results are on different datasets")
+
+
+def test_compare_reports_a_partial_overlap(tmp_path):
+    """Same dataset and split, part of the queries on one side only: compared on the shared
+    ones, and the output says how many each side had."""
+    from rrfbench.explanations import compare
+    from rrfbench.results import load_result, save_result
+
+    a = load_result(ROOT / "results/scifact/best.json")
+    pq = dict(a.per_query)
+    pq = {k: list(v)[:200] for k, v in pq.items()}
+    import dataclasses
+
+    b = dataclasses.replace(a, per_query=pq)
+    rep = compare(a, b)
+    assert len(rep.table) == 200 and rep.n_a == 300 and rep.n_b == 200
+    assert rep.overlap_line() == (f"partial overlap: 200 shared queries compared ({rep.label_a} "
+                                  f"has 300, {rep.label_b} has 200)")
+    save_result(b, tmp_path / "b.json")
+    p = subprocess.run([SCRIPT, "compare", str(ROOT / "results/scifact/best.json"),
+                        str(tmp_path / "b.json")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "partial overlap: 200 shared queries" in p.stderr, p.stderr
