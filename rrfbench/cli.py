@@ -25,6 +25,7 @@ from .errors import InputError, RrfbenchError, RrfbenchWarning
 from .explanations import compare
 from .exporters import formats
 from .fusion import METHODS, MISSING, NORMALISATIONS, RANK_BASES
+from .options import check_specs, parse_depths, parse_numbers
 from .report import cells
 from .results import WHICH, load_result
 from .store import write_text
@@ -32,7 +33,6 @@ from .transfer import DEFAULT_RULE, OBJECTIVES, RULES
 from .workflows import (
     DEFAULT_SPECS,
     apply_config,
-    check_specs,
     cluster,
     datasets_table,
     evaluate_file,
@@ -40,8 +40,6 @@ from .workflows import (
     explain_query,
     export_result,
     fuse_runs,
-    parse_depths,
-    parse_numbers,
     presets_lines,
     retrieve_table,
     sweep_any,

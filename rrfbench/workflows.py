@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from . import engine, fusion, stats, transfer, tuning
@@ -34,6 +33,7 @@ from .explanations import explain, explain_preset
 from .exporters import render
 from .fusion import METHODS, MISSING, NORMALISATIONS, check_choices, rrf, score_fusion
 from .metrics import DEFAULT_METRICS, parse_metric, parse_metrics
+from .options import check_specs, check_suite_options, one_of, per_run, with_options
 from .presets import base as preset_base
 from .presets import get_preset, read_prior
 from .report import (
@@ -45,12 +45,12 @@ from .report import (
     write_transfer_outputs,
 )
 from .results import PresetResult, SweepResult, load_result, save_result, specs_of
-from .retrievers import cached_run, make_retriever, parse_spec, retriever_name, run_path
+from .retrievers import cached_run, make_retriever, retriever_name, run_path
 from .retrievers.base import run_content_digest
 from .runs import Run
 from .store import results_dir, write_json, write_text
 from .suites import get_suite
-from .transfer import DEFAULT_RULE, OBJECTIVES, RULES, fusion_suite, preset_suite
+from .transfer import DEFAULT_RULE, fusion_suite, preset_suite
 from .tuning import choose_protocol, single_run_configs, tune_fusion, tune_preset
 
 DEFAULT_SPECS = ("bm25", "fts5", "dense")
@@ -190,32 +190,6 @@ def preset_runs(preset, dataset, split: str, depth: int = 1000,
             raise InputError(f"preset {preset.name!r} models no streams beyond its default ones")
         specs = dict(preset.full_streams)
     return {role: retrieve(dataset, spec, split, depth) for role, spec in specs.items()}
-
-
-def knowledge_bases(dataset, split: str, n_bases: int, preset="zeus", seed: int = 0) -> list:
-    """Zeus's multi-knowledge-base search, simulated: the corpus partitioned into ``n_bases``
-    (documents assigned at random with ``seed``), each base with its own keyword index
-    (``rank_bm25:jieba`` over the base's documents only) and its vector results (the global
-    cosine ranking restricted to the base: exact, cosine does not depend on other documents).
-    Returns the per-base runs by role, for :meth:`Zeus.run_bases`."""
-    ds = as_dataset(dataset)
-    p = get_preset(preset) if isinstance(preset, str) else preset
-    if n_bases < 1:
-        raise InputError(f"--bases: {n_bases} must be >= 1")
-    rng = np.random.default_rng(seed)
-    base_of = rng.integers(0, n_bases, len(ds.corpus))
-    vector = retrieve(ds, p.streams["vector"], split)
-    bases = []
-    for b in range(n_bases):
-        docs = ds.corpus.docid[base_of == b].tolist()
-        sub = ds.subset(docs, f"{ds.name}-kb{b}of{n_bases}-s{seed}")
-        keep = set(docs)
-        runs = {"vector": Run(vector.df[vector.df.docid.isin(keep)], vector.name,
-                              meta=vector.meta)}
-        if "keyword" in p.roles_available():
-            runs["keyword"] = retrieve(sub, p.streams["keyword"], split)
-        bases.append(runs)
-    return bases
 
 
 def _source_digest(*modules) -> str:
@@ -584,78 +558,8 @@ def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: st
 
 
 # --------------------------------------------------------------------------- the CLI's steps
-# Each command of ``rrfbench`` parses its options and calls one function here (notebooks call
-# them too); each returns an outcome with ``to_json()`` and the table(s) to show.
-def parse_numbers(option: str, text: str) -> list[float]:
-    """``"60,20"`` -> ``[60.0, 20.0]``; the error names ``option``."""
-    try:
-        vals = [float(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise InputError(f"{option}: expected comma-separated numbers, got {text!r}") from None
-    if not vals:
-        raise InputError(f"{option}: expected at least one number, got {text!r}")
-    return vals
-
-
-def parse_depths(option: str, text: str) -> list[int | None]:
-    """``"20,all"`` -> ``[20, None]`` (``all``/``none``/``0``: the whole run)."""
-    out = []
-    for x in text.replace(" ", "").split(","):
-        if x.lower() in ("", "all", "none", "0"):
-            out.append(None)
-            continue
-        try:
-            v = int(x)
-        except ValueError:
-            raise InputError(f"{option}: {x!r} is not a whole number or 'all' (in {text!r})") from None
-        if v < 1:
-            raise InputError(f"{option}: {v} must be >= 1 (or 'all')")
-        out.append(v)
-    return out
-
-
-def per_run(option: str, values: list, n: int):
-    """One value for every run, or one per run."""
-    if len(values) == 1:
-        return values[0]
-    if len(values) != n:
-        raise InputError(f"{option}: expected one value or {n} (one per run), got {len(values)}")
-    return values
-
-
-def check_specs(specs: Sequence[str]) -> list[str]:
-    """Every retriever spec parsed before any work starts."""
-    for s in specs:
-        parse_spec(s)
-    return list(specs)
-
-
-def with_options(specs: Sequence[str], granularity: str | None = None, seed: str | None = None,
-                 hops: int | None = None) -> list[str]:
-    """Apply ``--granularity`` to fts5 specs and ``--seed``/``--hops`` to graph specs."""
-    out, used = [], set()
-    for spec in specs:
-        kind = parse_spec(spec)[0]
-        if kind == "fts5" and granularity:
-            if granularity not in ("doc", "span"):
-                raise choice("--granularity", granularity, ("doc", "span"))
-            spec += f";granularity={granularity}"
-            used.add("--granularity")
-        if kind == "graph":
-            if seed:
-                parse_spec(seed)
-                spec += f";seed={seed}"
-                used.add("--seed")
-            if hops is not None:
-                if hops < 1:
-                    raise InputError(f"--hops: {hops} must be >= 1")
-                spec += f";hops={hops}"
-                used.add("--hops")
-        out.append(spec)
-    for opt, val in (("--granularity", granularity), ("--seed", seed), ("--hops", hops)):
-        if val is not None and opt not in used:
-            raise InputError(f"{opt}: no retriever takes it (give -r fts5 or -r graph)")
-    return check_specs(out)
+# Each command of ``rrfbench`` parses its options (rrfbench.options) and calls one function here
+# (notebooks call them too); each returns an outcome with ``to_json()`` and the table(s) to show.
 
 
 def datasets_table():
@@ -900,20 +804,6 @@ def explain_query(dataset, qid: str, config, split: str = "test", top: int = 10,
     return f"{ds.name}/{split} query {qid} ({text[:80]}): {label}", table.reset_index(drop=True)
 
 
-def check_suite_options(suite, objective: str = "macro", rule: str = DEFAULT_RULE,
-                        splits_given=False) -> None:
-    """``objective``/``rule`` choose across a suite's collections; a suite's splits are its own."""
-    if objective not in OBJECTIVES:
-        raise choice("--objective", objective, OBJECTIVES)
-    if rule not in RULES:
-        raise choice("--rule", rule, RULES)
-    if suite and splits_given:
-        raise InputError("--tune-split/--eval-split/--folds: a suite's splits come from "
-                         "datasets/suites.toml")
-    if not suite and (objective != "macro" or rule != DEFAULT_RULE):
-        raise InputError("--objective/--rule choose across collections: use them with --suite")
-
-
 def sweep_any(dataset=None, suite=None, specs: Sequence[str] = DEFAULT_SPECS, *, methods=METHODS,
               k=DEFAULT_KS, weights=None, weight_step: float = 0.1, depth=(None,),
               per_run_k: bool = False, objective: str = "macro", rule: str = DEFAULT_RULE, **kw):
@@ -980,12 +870,6 @@ def presets_lines() -> list[str]:
                   "  exports: " + ", ".join(p.exports),
                   *[f"  fidelity {line}" for line in p.fidelity_lines()]]
     return lines
-
-
-def one_of(dataset, suite) -> None:
-    """A command takes a DATASET or ``--suite NAME``, not both, not neither."""
-    if bool(dataset) == bool(suite):
-        raise InputError("give a DATASET or --suite NAME (one of the two)")
 
 
 def cluster(scheduler: str | None = None, workers: int | None = None):

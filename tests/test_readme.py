@@ -30,9 +30,9 @@ README = ROOT / "README.md"
 SCRIPT = shutil.which("rrfbench") or str(Path(sys.executable).parent / "rrfbench")
 COLLECTIONS = ("scifact", "nfcorpus-preprocessed", "cranfield", "lisa", "time", "adi",
                "cmrc2018-zh")
-QUERIES_PER_SPLIT = 12
-DOCS = 150
-JUDGED_PER_QUERY = 8
+QUERIES_PER_SPLIT = 8
+DOCS = 80
+JUDGED_PER_QUERY = 5
 
 
 def readme_commands(text: str) -> list[str]:

@@ -12,6 +12,7 @@ runs per base, then all results merge by fused score (:meth:`Zeus.run_bases`). S
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -88,6 +89,31 @@ class Zeus(Preset):
         for rank, h in enumerate(lists.get("keyword", [])):
             out.setdefault(h.docid, {})["keyword"] = kw / (rank + 60)
         return out
+
+    def knowledge_bases(self, dataset, split: str, n_bases: int, retrieve, seed: int = 0
+                        ) -> list[dict[str, Run]]:
+        """Zeus's multi-knowledge-base search, simulated: the corpus partitioned into
+        ``n_bases`` (documents assigned at random with ``seed``), each base with its own keyword
+        index (the keyword stream over the base's documents only) and its vector results (the
+        global cosine ranking restricted to the base: exact, cosine does not depend on other
+        documents). ``retrieve(dataset, spec, split)`` gives a run (the workflow hands in its
+        cached retrieval). Returns the per-base runs by role, for :meth:`run_bases`."""
+        if n_bases < 1:
+            raise InputError(f"--bases: {n_bases} must be >= 1")
+        rng = np.random.default_rng(seed)
+        base_of = rng.integers(0, n_bases, len(dataset.corpus))
+        vector = retrieve(dataset, self.streams["vector"], split)
+        bases = []
+        for b in range(n_bases):
+            docs = dataset.corpus.docid[base_of == b].tolist()
+            sub = dataset.subset(docs, f"{dataset.name}-kb{b}of{n_bases}-s{seed}")
+            keep = set(docs)
+            runs = {"vector": Run(vector.df[vector.df.docid.isin(keep)], vector.name,
+                                  meta=vector.meta)}
+            if "keyword" in self.roles_available():
+                runs["keyword"] = retrieve(sub, self.streams["keyword"], split)
+            bases.append(runs)
+        return bases
 
     def run_bases(self, bases: list[dict[str, Run]], params: dict | None = None,
                   name: str | None = None) -> Run:

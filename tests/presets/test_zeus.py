@@ -71,19 +71,16 @@ def test_multi_knowledge_base_fuses_per_base_then_merges():
 def test_multi_knowledge_base_on_a_partitioned_corpus(tiny_beir, results_root):
     from rrfbench import load_dataset
     from rrfbench.runs import Run
-    from rrfbench.workflows import knowledge_bases
+    from rrfbench.workflows import retrieve as real
 
     ds = load_dataset(str(tiny_beir))
     vec = Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.1, "d4": 0.05},
                          "q2": {"d3": 0.9, "d1": 0.2}}, "dense")
-    import rrfbench.workflows as W
 
-    real = W.retrieve
-    W.retrieve = lambda d, spec, split, depth=1000: vec if spec == "dense" else real(d, spec, split, depth)
-    try:
-        bases = knowledge_bases(ds, "test", 2, seed=1)
-    finally:
-        W.retrieve = real
+    def retrieve(d, spec, split):
+        return vec if spec == "dense" else real(d, spec, split)
+
+    bases = ZEUS.knowledge_bases(ds, "test", 2, retrieve, seed=1)
     assert len(bases) == 2
     docs = [set(b["vector"].df.docid) for b in bases]
     assert not (docs[0] & docs[1])  # a document lives in one base
