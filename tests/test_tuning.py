@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from sklearn.model_selection import KFold
 
+from rrfbench.engine import Config
 from rrfbench.errors import InputError
 from rrfbench.results import Protocol
 from rrfbench.runs import Qrels, Run
@@ -113,3 +114,174 @@ def test_tune_fusion_holdout_on_synthetic_engines(tmp_path):
     assert res.baselines["best_single"].name == "A"  # best single chosen on tuning queries too
     assert res.optimism["best_on_eval"] == 1.0 and res.optimism["gap"] == 0.5
     assert res.optimism["rank_on_eval_grid"] == 2
+
+
+# --------------------------------------------------------------------------- found by mutmut
+# Each test below kills mutants of tuning.py that survived `mutmut run "rrfbench.tuning*"`.
+@pytest.mark.parametrize("splits, kw, want", [
+    (["test", "train"], {}, Protocol("holdout", "train", "test", 0, 0,
+                                     "the dataset's default splits")),
+    (["test"], {}, Protocol("cv", "test", "test", 5, 0, "one split only: cross-validation")),
+    (["test", "train"], {"tune_split": "train", "eval_split": "test"},
+     Protocol("holdout", "train", "test", 0, 0, "asked for both splits")),
+    (["test", "train"], {"tune_split": "test", "eval_split": "test"},
+     Protocol("cv", "test", "test", 5, 0,
+              "tuning and evaluation split are the same: cross-validation")),
+    (["test", "train"], {"folds": 3, "seed": 7}, Protocol("cv", "test", "test", 3, 7,
+                                                          "asked for --folds")),
+    (["test", "train"], {"tune_split": "train", "seed": 3},
+     Protocol("holdout", "train", "test", 0, 3, "evaluation split 'test' is the dataset's default")),
+    (["test", "train"], {"eval_split": "test", "seed": 3},
+     Protocol("holdout", "train", "test", 0, 3, "tuning split 'train' is the dataset's default")),
+    (["test"], {"tune_split": "test", "seed": 2},
+     Protocol("cv", "test", "test", 5, 2, "no split other than 'test' to evaluate on: "
+                                          "cross-validation")),
+    (["test", "train"], {"eval_split": "train", "seed": 2},
+     Protocol("cv", "train", "train", 5, 2, "no split other than 'train' to tune on: "
+                                            "cross-validation")),
+    (["other"], {}, Protocol("cv", "other", "other", 5, 0, "one split only: cross-validation")),
+    (["dev", "test"], {}, Protocol("holdout", "dev", "test", 0, 0,
+                                   "the dataset's default splits")),
+])
+def test_protocol_rule_whole_protocol(splits, kw, want):
+    """Every field, the printed reason included (it is what the user reads), and the seed."""
+    assert choose_protocol(splits, **kw) == want
+
+
+def test_protocol_rule_messages_and_the_two_folds_minimum():
+    with pytest.raises(InputError) as e:
+        choose_protocol(["test", "train"], tune_split="dev")
+    assert str(e.value) == "--tune-split: no split 'dev'; available: test, train"
+    with pytest.raises(InputError) as e:
+        choose_protocol([])
+    assert str(e.value) == "the dataset has no qrels splits"
+    with pytest.raises(InputError) as e:
+        choose_protocol(["test", "train"], folds=3, tune_split="train", eval_split="test")
+    assert str(e.value) == ("--folds cross-validates on one split, but --tune-split 'train' and "
+                            "--eval-split 'test' differ: drop --folds for a holdout, or give one "
+                            "split")
+    assert choose_protocol(["test"], folds=2).folds == 2  # two folds is the minimum, allowed
+    assert choose_protocol(["test"], folds=0) == choose_protocol(["test"])
+    # "dev" is a tuning and an evaluation split: alone it is cross-validated, not dev -> dev
+    assert choose_protocol(["dev"]) == Protocol("cv", "dev", "dev", 5, 0,
+                                                "one split only: cross-validation")
+    with pytest.raises(InputError) as e:
+        choose_protocol([], tune_split="x")
+    assert str(e.value) == "--tune-split: no split 'x'; available: (none)"
+
+
+def test_cross_validate_uses_the_given_folds_and_allows_one_query_per_fold():
+    rng = np.random.default_rng(3)
+    pq = rng.random((3, 12))
+    cv, chosen = cross_validate(pq, 3, 0)
+    assert len(chosen) == 3
+    want = np.zeros(12)
+    for tr, te in KFold(3, shuffle=True, random_state=0).split(np.arange(12)):
+        want[te] = pq[int(np.argmax(pq[:, tr].mean(axis=1))), te]
+    assert np.array_equal(cv, want)
+    cv5, chosen5 = cross_validate(rng.random((2, 5)), 5, 0)  # as many queries as folds
+    assert len(chosen5) == 5 and cv5.shape == (5,)
+
+
+def test_run_protocol_cv_is_cross_validation_of_the_tuning_matrix():
+    rng = np.random.default_rng(4)
+    pq = rng.random((4, 20))
+    pq[2] += 0.1  # best on all queries, but not first, and not in every fold
+    sel = run_protocol(Protocol("cv", "test", "test", 4, 9), pq)
+    cv, chosen = cross_validate(pq, 4, 9)
+    assert sel.index == 2 and sel.tune_value == pytest.approx(pq[2].mean())
+    assert np.array_equal(sel.eval_values, cv)
+    other = [cross_validate(pq, 4, s)[1] for s in range(30)]
+    assert any(o != chosen for o in other)  # so the seed matters for this matrix
+    assert sel.chosen_per_fold == tuple(chosen) and all(type(c) is int for c in sel.chosen_per_fold)
+    assert run_protocol(Protocol("cv", "test", "test", 4, 1), pq).chosen_per_fold != () \
+        and len(run_protocol(Protocol("cv", "test", "test", 5, 9), pq).chosen_per_fold) == 5
+
+
+def test_run_protocol_holdout_needs_eval_values_and_selects_by_row_mean():
+    pq_tune = np.array([[0.0, 1.0, 0.0], [0.4, 0.4, 0.4]])  # config 1 best by row mean
+    sel = run_protocol(Protocol("holdout", "train", "test"), pq_tune, [[1, 1], [0, 1]])
+    assert sel.index == 1 and sel.eval_values.dtype == np.float64
+    assert sel.eval_values.tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError) as e:
+        run_protocol(Protocol("holdout", "train", "test"), pq_tune)
+    assert str(e.value) == "a holdout needs the evaluation values"
+
+
+def test_estimate_and_comparison_fields():
+    from rrfbench.stats import bootstrap_ci, paired_t, permutation_test
+    from rrfbench.tuning import comparison, estimate
+
+    tuned, other = [0.5, 0.75, 1, 0.25, 1, 0.5], [0.25, 0.5, 1, 0, 0.5, 0.5]
+    est = estimate(tuned)
+    assert est.value == pytest.approx(np.mean(tuned)) and est.n_queries == 6
+    assert type(est.n_queries) is int and est.ci95 == bootstrap_ci(np.asarray(tuned, float))
+    assert estimate([]).value == 0.0 and estimate([]).n_queries == 0
+    c = comparison("base", tuned, other)
+    assert c.name == "base" and c.value == pytest.approx(np.mean(other))
+    assert c.delta == pytest.approx(np.mean(tuned) - np.mean(other))
+    assert c.ci95 == bootstrap_ci(np.asarray(other, float))
+    assert c.p_value == permutation_test(np.asarray(tuned, float), np.asarray(other, float))
+    assert c.p_value_t == paired_t(np.asarray(tuned, float), np.asarray(other, float))
+    assert type(c.value) is float and type(c.delta) is float
+
+
+def test_reference_configurations_exactly():
+    from rrfbench.tuning import rrf60_config, single_run_configs
+
+    assert rrf60_config(2) == Config("rrf", (60.0, 60.0), (1.0, 1.0), (None, None), 1)
+    assert single_run_configs(2) == [Config("rrf", (60.0, 60.0), (1.0, 0.0), (None, None), 1),
+                                     Config("rrf", (60.0, 60.0), (0.0, 1.0), (None, None), 1)]
+
+
+@pytest.mark.parametrize("kind", ["holdout", "cv"])
+def test_tune_fusion_builds_the_whole_result(tmp_path, kind):
+    """Every field of the SweepResult on synthetic engines whose answers are known."""
+    from rrfbench.engine import FusionEngine
+    from rrfbench.tuning import tune_fusion
+
+    a_t, b_t, qt, a_e, b_e, qe = _synthetic()
+    te = FusionEngine([a_t, b_t], qt, ["RR@10", "nDCG@10"])
+    ee = FusionEngine([a_e, b_e], qe, ["RR@10", "nDCG@10"]) if kind == "holdout" else te
+    grid = [Config("rrf", (60.0, 60.0), (1.0, 0.0), (None, None)),
+            Config("rrf", (60.0, 60.0), (0.0, 1.0), (None, None)),
+            Config("convex", (60.0, 60.0), (0.5, 0.5), (None, None), 1, "minmax", "zero")]
+
+    class DS:
+        name, fingerprint = "synthetic", "f00d"
+
+    proto = Protocol("holdout", "t", "e") if kind == "holdout" else Protocol("cv", "t", "t", 3, 0)
+    res, tt, et = tune_fusion(DS, proto, te, ee, grid, "nDCG@10", out=tmp_path,
+                              assumptions=("given",), specs=("a", "b"))
+    assert (tmp_path / "sweep.parquet").exists()
+    assert (tmp_path / "sweep_eval.parquet").exists() == (kind == "holdout")
+    assert (res.dataset, res.fingerprint, res.runs, res.metric, res.protocol) == \
+        ("synthetic", "f00d", ("A", "B"), "nDCG@10", proto)
+    assert res.config["label"] == "rrf k=60 w=1,0" and res.config["weights"] == [1.0, 0.0]
+    assert set(res.baselines) == {"best_single", "rrf60_equal"}
+    assert res.baselines["best_single"].name == "A"
+    assert res.baselines["rrf60_equal"].name == "RRF k=60, equal weights"
+    assert res.singles == {"A": pytest.approx(ee.evaluate(grid[:1])[0, 1].mean()),
+                           "B": pytest.approx(ee.evaluate(grid[1:2])[0, 1].mean())}
+    assert res.grid_size == 3 and res.specs == ("a", "b")
+    assert set(res.family_best) == {"rrf", "convex minmax /zero"}
+    assert set(res.family_best["rrf"]) == {"label", "tune", "eval"}
+    assert res.family_best["rrf"]["label"] == "rrf k=60 w=1,0"
+    assert set(res.per_query) == {"qids", "tuned", "best_single", "rrf60_equal"}
+    assert res.per_query["qids"] == list(ee.qids)
+    assert set(res.optimism) == {"rank_on_eval_grid", "grid_size", "best_on_eval",
+                                 "best_on_eval_label", "gap"}
+    assert res.optimism["grid_size"] == 3
+    assert res.optimism["best_on_eval_label"] in {c.label(["A", "B"]) for c in grid}
+    assert res.provenance["dataset"] == "synthetic"
+    if kind == "cv":
+        assert res.assumptions[0] == "given" and res.assumptions[1].startswith(
+            "cross-validation: the best single run is chosen on all queries of the split")
+        assert len(res.chosen_per_fold) == 3
+        assert set(res.chosen_per_fold) <= {c.label(["A", "B"]) for c in grid}
+    else:
+        assert res.assumptions == ("given",) and res.chosen_per_fold == ()
+        assert res.optimism["rank_on_eval_grid"] >= 2  # A is not the best on eval
+    with pytest.raises(InputError) as e:
+        tune_fusion(DS, proto, te, FusionEngine([b_e, a_e], qe, ["nDCG@10"]), grid, "nDCG@10")
+    assert str(e.value) == "tune and eval engines must fuse the same runs in the same order"
