@@ -44,7 +44,7 @@ from .fusion import (  # the fusion options are defined there; METHODS is re-exp
 from .metrics import DEFAULT_METRICS, parse_metrics
 from .parallel import ChunkMap, local_chunks
 from .progress import progress as progress_bar
-from .runs import Qrels, Run
+from .runs import Qrels, Run, content_digest
 from .store import write_json, write_parquet
 
 ABSENT = np.inf
@@ -365,16 +365,10 @@ class FusionEngine:
         return FusionEngine(self.runs, self.qrels.subset(qids), self.metrics)
 
 
-def run_digest(run: Run) -> str:
-    """A content hash of a run's table: a changed run invalidates a finished sweep."""
-    h = pd.util.hash_pandas_object(run.df[["qid", "docid", "score"]], index=False).to_numpy()
-    return hashlib.sha256(h.tobytes()).hexdigest()[:16]
-
-
 def grid_hash(engine: FusionEngine, configs: list[Config]) -> str:
     blob = json.dumps({"runs": engine.names, "metrics": engine.metric_names,
                        "qids": engine.qids, "configs": [c.to_json() for c in configs],
-                       "run_content": [run_digest(r) for r in engine.runs]}, default=str)
+                       "run_content": [content_digest(r) for r in engine.runs]}, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
 import io
 import json
 import warnings
@@ -504,3 +505,16 @@ class Qrels:
 
     def __repr__(self) -> str:
         return f"Qrels({self.name!r}, {self.df.qid.nunique()} queries, {len(self.df)} judgments)"
+
+
+def content_digest(run: Run) -> str:
+    """What a run holds, not how it was made: sha256 of its (qid, docid, score rounded to 1e-9)
+    rows in (qid, docid) order. Computed once when a run is written and kept in its manifest
+    (``content_digest``); saved results record the digests of the runs they read."""
+    df = run.df.sort_values(["qid", "docid"], kind="stable")
+    h = hashlib.sha256()
+    for col in ("qid", "docid"):
+        h.update("\0".join(df[col].astype(str)).encode())
+        h.update(b"\1")
+    h.update(np.round(df.score.to_numpy(dtype="<f8"), 9).tobytes())
+    return h.hexdigest()[:16]

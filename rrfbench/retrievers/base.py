@@ -14,7 +14,6 @@ recomputes a run it already has.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -22,10 +21,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Protocol
 
-import numpy as np
 import pandas as pd
 
-from ..runs import Run, manifest_path
+from ..runs import Run, content_digest, manifest_path
 from ..store import results_dir, utc_now, write_parquet, write_text
 
 MANIFEST_KEYS = ("retriever", "params", "depth", "versions", "fingerprint", "split",
@@ -68,19 +66,6 @@ def locators(run_file: Path) -> pd.DataFrame | None:
 def table_path(run_file: Path) -> Path:
     """The parquet copy beside a cached run file: ``x.trec.gz`` -> ``x.parquet``."""
     return run_file.with_name(run_file.name.split(".")[0] + ".parquet")
-
-
-def content_digest(run: Run) -> str:
-    """What a run holds, not how it was made: sha256 of its (qid, docid, score rounded to 1e-9)
-    rows in (qid, docid) order. Computed once when a run is written and kept in its manifest
-    (``content_digest``); saved results record the digests of the runs they read."""
-    df = run.df.sort_values(["qid", "docid"], kind="stable")
-    h = hashlib.sha256()
-    for col in ("qid", "docid"):
-        h.update("\0".join(df[col].astype(str)).encode())
-        h.update(b"\1")
-    h.update(np.round(df.score.to_numpy(dtype="<f8"), 9).tobytes())
-    return h.hexdigest()[:16]
 
 
 _DIGESTS: dict[tuple, str] = {}
