@@ -22,8 +22,9 @@ from .explorer import explore as _explore
 from .exporters import render as _render
 from .fusion import rrf as fuse
 from .fusion import score_fusion
-from .results import PresetResult, SweepResult, load_result
+from .results import AdaptiveResult, PresetResult, SweepResult, load_result
 from .runs import Qrels, Run
+from .workflows import adapt_suite as adapt
 from .workflows import retrieve, sweep_suite
 from .workflows import sweep_dataset as sweep
 from .workflows import tune_preset_on as tune
@@ -46,14 +47,16 @@ def explore(dataset, runs=None, split: str = "test", best=None):
     return _explore(dataset, runs, split, best=best)
 
 
-def export(result, fmt: str) -> str:
-    """Render a result (or a saved best.json path) in a target system's configuration shape;
-    see :func:`rrfbench.exporters.render`."""
-    return _render(load_result(result) if isinstance(result, (str, os.PathLike)) else result, fmt)
+def export(result, fmt: str, which: str = "recommended") -> str:
+    """Render a result (or a saved best.json path) in a target system's configuration shape
+    (``which="config"``: the selected configuration or learned policy rather than the
+    recommended one); see :func:`rrfbench.exporters.render`."""
+    r = load_result(result) if isinstance(result, (str, os.PathLike)) else result
+    return _render(r, fmt, which=which)
 
 
-__all__ = ["Dataset", "Run", "Qrels", "SweepResult", "PresetResult", "InputError",
+__all__ = ["Dataset", "Run", "Qrels", "SweepResult", "PresetResult", "AdaptiveResult", "InputError",
            "RrfbenchError", "CoverageWarning", "ValidationWarning", "load_dataset", "retrieve",
            "evaluate", "evaluate_per_query", "coverage", "fuse", "score_fusion", "sweep",
-           "tune", "sweep_suite", "tune_suite", "explain", "compare", "explore", "export",
+           "tune", "sweep_suite", "tune_suite", "adapt", "explain", "compare", "explore", "export",
            "load_result", "__version__"]

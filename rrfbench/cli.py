@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -21,23 +20,27 @@ from rich.table import Table
 
 from . import regress as R
 from .datasets import search_path
-from .errors import InputError, RrfbenchError, RrfbenchWarning
+from .errors import InputError
+from .exits import run_app
 from .explanations import compare
 from .exporters import formats
 from .fusion import METHODS, MISSING, NORMALISATIONS, RANK_BASES
 from .options import check_specs, parse_depths, parse_numbers
+from .policies import KINDS, N_CANDIDATES
+from .qfeatures import FEATURE_SETS
 from .report import cells
 from .results import WHICH, load_result
 from .store import write_text
 from .transfer import DEFAULT_RULE, OBJECTIVES, RULES
 from .workflows import (
     DEFAULT_SPECS,
+    adapt_suite,
     apply_config,
     cluster,
     datasets_table,
     evaluate_file,
     evaluate_preset,
-    explain_query,
+    explain_view,
     export_result,
     fuse_runs,
     presets_lines,
@@ -194,7 +197,7 @@ def fuse(
     split: str = "test",
     metric: Metrics = None,
     output: Annotated[Path, typer.Option("-o", "--output", help="also write the fused run (TREC)")] = None,
-    config: Annotated[Path, typer.Option("--config", help="apply a saved configuration (a best.json of sweep, or of a suite)")] = None,
+    config: Annotated[Path, typer.Option("--config", help="apply a saved configuration (a best.json of sweep, of a suite, or of adapt: per-query policy)")] = None,
     which: Which = "config",
     as_json: Json = False,
 ):
@@ -256,6 +259,35 @@ def sweep(
         return _render(so.view())
     d = so.result.to_json()
     print(json.dumps(d if suite else {k: v for k, v in d.items() if k != "per_query"}))
+
+
+@app.command()
+def adapt(
+    suite: Annotated[str, typer.Option("--suite", help="the suite to train and validate on (datasets/suites.toml)")] = "en",
+    retriever: Annotated[list[str], typer.Option("-r", "--retriever", help="repeatable; default bm25, fts5, dense")] = None,
+    preset: Annotated[str, typer.Option("--preset", "-p", help="choose among a studied system's own knob settings (vs its shipped values)")] = None,
+    candidates: Annotated[int, typer.Option("--candidates", help="K: configurations a query chooses from (static default + K-1)")] = N_CANDIDATES,
+    policy: Annotated[list[str], typer.Option("--policy", help=f"repeatable; kinds to try: {_one_of(KINDS)} (default: all)")] = None,
+    features: Annotated[str, typer.Option("--features", help=f"{_one_of(FEATURE_SETS)} (portable: from the query and result lists only)")] = "portable",
+    metric: str = "nDCG@10",
+    rule: Rule = DEFAULT_RULE,
+    progress: Progress = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print best.json.")] = False,
+):
+    """Learn per-query fusion (query features -> one of K configurations) across a suite and
+    validate it leave-one-collection-out against the static suite default; write
+    results/adaptive/<suite>/ (best.json with the portable policy, report.md, headroom.png).
+
+    Apply it with `rrfbench fuse DATASET --config results/adaptive/<suite>/best.json` (a
+    preset's: `rrfbench preset DATASET -p NAME --config results/adaptive/<suite>/presets/NAME/best.json`).
+    """
+    so = adapt_suite(suite, check_specs(retriever or list(DEFAULT_SPECS)), preset=preset,
+                     n_candidates=candidates,
+                     kinds=policy or list(KINDS), features=features, metric=metric, rule=rule,
+                     progress=progress and not as_json, log=_quiet if as_json else _log)
+    if as_json:
+        return print(json.dumps(so.result.to_json()))
+    _render(so.view())
 
 
 # --------------------------------------------------------------------------- demo
@@ -337,8 +369,9 @@ def explain_cmd(
     top: Annotated[int, typer.Option(help="rows: the fused top N")] = 10,
     which: Which = "config",
 ):
-    """Explain one query: per run its rank, score and contribution to the fused score."""
-    _show(*explain_query(dataset, qid, config, split, top, which, log=_log))
+    """Explain one query: per run its rank, score and contribution to the fused score (with an
+    adaptive policy: also the query's features, each candidate's utility and the static default)."""
+    _render(explain_view(dataset, qid, config, split, top, which, log=_log))
 
 
 @app.command("compare")
@@ -389,51 +422,10 @@ def regress(
 
 # --------------------------------------------------------------------------- entry point
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app; every failure ends in one line and an exit code (0, 1 or 2)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv[: next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))]
-    with warnings.catch_warnings():
-        if not debug:
-            warnings.simplefilter("ignore")  # libraries' deprecation chatter
-        warnings.simplefilter("always", RrfbenchWarning)
-        warnings.showwarning = lambda msg, cat, *_a, **_k: (
-            _warn(str(msg)) if issubclass(cat, RrfbenchWarning) else None)
-        code = _run(argv, debug)
-    sys.exit(code)
-
-
-def _run(argv: list[str], debug: bool) -> int:
-    """The app's exit code; every failure as one line ``error: ...`` (the traceback with
-    ``--debug``): 2 for the user's input, 1 for anything else."""
-    try:
-        rv = app(args=argv, prog_name="rrfbench", standalone_mode=False)
-        return rv if isinstance(rv, int) else 0
-    except typer.Exit as exc:
-        return int(exc.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        code, msg = 1, "aborted"
-    except Exception as exc:
-        if debug:
-            raise
-        code, msg = _failure(exc)
-    print(f"error: {msg}", file=sys.stderr)
-    return code
-
-
-def _failure(exc: Exception) -> tuple[int, str]:
-    if isinstance(exc, RrfbenchError):
-        return 2, " ".join(str(exc).split())
-    if isinstance(exc, typer.TyperException):  # usage: unknown option, bad value, missing arg
-        ctx = getattr(exc, "ctx", None)
-        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        return int(getattr(exc, "exit_code", 2) or 2), " ".join(exc.format_message().split()) + hint
-    if isinstance(exc, OSError):  # e.g. an output path that cannot be written
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        return (2 if where else 1), f"{where}{exc.strerror or exc}"
-    return 1, (f"internal error ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
-               "rerun with --debug for the traceback")
+    """Entry point: run the app; every failure ends in one line and an exit code (0, 1 or 2)
+    (:func:`rrfbench.exits.run_app`)."""
+    sys.exit(run_app(app, list(sys.argv[1:] if argv is None else argv), _warn))
 
 
 if __name__ == "__main__":
     main()
-

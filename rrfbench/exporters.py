@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import tomli_w
 import yaml
@@ -46,6 +47,17 @@ def validation_line(result) -> str | None:
 def provenance_lines(result, which: str = "recommended") -> list[str]:
     prov = result.provenance or {}
     head = f"rrfbench {prov.get('rrfbench', '?')} (git {str(prov.get('git_commit', '?'))[:12]})"
+    if getattr(result, "kind", None) == "adaptive":
+        s = result.summary
+        pol = result.policy_for(which)
+        return [head,
+                f"suite {result.suite}: {', '.join(result.collections)}; query-adaptive policy "
+                "validated leave-one-collection-out against the static suite default",
+                f"verdict: {result.verdict}; LOCO macro {result.metric} "
+                f"{s['macro']['adaptive']:.4f} vs static {s['macro']['static']:.4f} (gain "
+                f"{s['gain']:+.4f}, p {s['p_value_queries']:.4f} over queries)",
+                f"exported: the {which} " + (f"policy ({pol.describe()})" if pol else
+                                              f"static configuration ({result.label_for(which)})")]
     if result.validated_on() is None:  # a suite result
         s = result.summary
         chosen = result.recommended if which == "recommended" else {"label": result.label}
@@ -104,6 +116,9 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended") -> s
         raise InputError(f"--to: unknown export format {fmt!r}; choose from "
                          f"{', '.join(GENERIC + tuple(systems))}")
     prov = provenance_lines(result, which)
+    policy = result.policy_for(which)
+    if policy is not None:
+        return render_policy(policy, fmt, prov)
     if warn and validation_line(result):
         warnings.warn(validation_line(result), ValidationWarning, stacklevel=2)
     owner_name = getattr(result, "preset", None)
@@ -130,3 +145,34 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended") -> s
     tail = " as const;" if fmt == "ts" else ";"
     return (comment_block("//", ["Tuned by rrfbench."] + prov)
             + f"export const RRF_CONFIG = {js_value(c)}{tail}\n")
+
+
+POLICY_FORMATS = ("python", "js", "ts", "json")
+PORTABLE = Path(__file__).parent / "portable"
+
+
+def render_policy(policy, fmt: str, prov: list[str]) -> str:
+    """A per-query policy as code a system runs at query time: the dependency-free module of
+    ``rrfbench/portable`` (Python, or JavaScript; TypeScript is the same code unchecked) with
+    the policy filled in, or its JSON. ``weights(query_text, lists)`` returns the configuration
+    for a query from the system's own result lists."""
+    if fmt not in POLICY_FORMATS:
+        raise InputError(f"--to {fmt}: a per-query policy exports as one of "
+                         f"{', '.join(POLICY_FORMATS)} (use --which recommended for the static "
+                         "configuration in a system's own shape)")
+    data = policy.to_json()
+    head = ["Query-adaptive fusion policy learned by rrfbench."] + prov
+    if fmt == "json":
+        return json.dumps({**data, "_provenance": prov}, indent=1) + "\n"
+    if fmt == "python":
+        code = (PORTABLE / "adaptive_policy.py").read_text()
+        marker = "POLICY = None  # filled in by the exporter"
+        line = next(x for x in code.splitlines() if x.startswith(marker))
+        return comment_block("#", head) + code.replace(line, f"POLICY = {data!r}", 1)
+    code = (PORTABLE / "adaptive_policy.js").read_text()
+    marker = "const POLICY = null; // filled in by the exporter"
+    if marker not in code:
+        raise InputError("rrfbench/portable/adaptive_policy.js lacks its POLICY line")
+    body = code.replace(marker, f"const POLICY = {json.dumps(data)};", 1)
+    top = "// @ts-nocheck\n" if fmt == "ts" else ""
+    return top + comment_block("//", head) + body

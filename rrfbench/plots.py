@@ -244,3 +244,29 @@ def k_curves_collections(result, path=None):
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
     return _save(fig, path)
+
+
+def headroom(result, path=None):
+    """Per collection (LOCO, evaluation splits): RRF k=60 (or the shipped values), the static default, the adaptive
+    policy, and the per-query oracles over the K candidates and over the whole grid."""
+    plt = _plt()
+    rows = list(result.loco)
+    y = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.8))
+    series = ((result.default_short(), [r["default"]["value"] for r in rows], "tab:gray", "s"),
+              ("static default", [r["static"]["value"] for r in rows], "tab:blue", "o"),
+              ("adaptive policy", [r["adaptive"]["value"] for r in rows], "tab:red", "D"),
+              (f"oracle over {result.n_candidates} candidates",
+               [r["oracle"]["candidates"] for r in rows], "tab:orange", "^"),
+              ("oracle over the grid", [r["oracle"]["grid"] for r in rows], "tab:green", "v"))
+    for label, vals, color, marker in series:
+        ax.scatter(vals, y, label=label, color=color, marker=marker, zorder=3)
+    for i, r in enumerate(rows):
+        ax.plot([r["static"]["value"], r["oracle"]["grid"]], [i, i], color="0.8", zorder=1)
+    ax.set_yticks(y, [r["collection"] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{result.metric} (leave-one-collection-out)")
+    ax.set_title(f"suite {result.suite}: adaptive fusion, {result.verdict} [evaluation splits]")
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3, axis="x")
+    return _save(fig, path)

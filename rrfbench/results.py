@@ -18,6 +18,7 @@ import pandas as pd
 
 from .engine import Config
 from .errors import InputError
+from .policies import Policy
 from .runs import read_text
 from .store import write_json
 
@@ -172,6 +173,11 @@ class SweepResult:
         """The chosen configuration as a :class:`rrfbench.engine.Config`."""
         return Config.from_json(self.config_for(which))
 
+    def policy_for(self, which: str = "config"):
+        """A static result holds no per-query policy: ``None``."""
+        check_which(which)
+        return None
+
     def validated_on(self) -> str | None:
         """Why a default for unseen data needs more than this result (``None``: a suite)."""
         return self.dataset
@@ -246,6 +252,11 @@ class PresetResult:
     def label_for(self, which: str = "config") -> str:
         check_which(which)
         return f"{self.preset} tuned"
+
+    def policy_for(self, which: str = "config"):
+        """A static result holds no per-query policy: ``None``."""
+        check_which(which)
+        return None
 
     def validated_on(self) -> str | None:
         return self.dataset
@@ -351,6 +362,11 @@ class TransferResult:
     def config_obj(self, which: str = "config"):
         return Config.from_json(self.config_for(which))
 
+    def policy_for(self, which: str = "config"):
+        """A static result holds no per-query policy: ``None``."""
+        check_which(which)
+        return None
+
     def validated_on(self) -> str | None:
         return None  # validated leave-one-collection-out across the suite
 
@@ -441,9 +457,162 @@ class TransferResult:
 
 
 
+@dataclass(frozen=True)
+class AdaptiveResult:
+    """A query-adaptive policy validated across a suite (:mod:`rrfbench.adaptive`): the LOCO
+    table against the static default, the verdict, the headroom and the policy itself (portable
+    JSON, :class:`rrfbench.policies.Policy`)."""
+
+    suite: str
+    collections: tuple
+    metric: str
+    runs: tuple
+    specs: tuple
+    feature_set: str
+    n_candidates: int
+    kinds: tuple
+    rule: str
+    policy: dict                       # Policy.to_json(), trained on every collection
+    static: dict                       # {"config", "label"}: the static default (candidate 0)
+    default: dict                      # {"config", "label"}: RRF k=60, equal weights
+    recommended: dict                  # {"policy": bool, "label", "reason"[, "config"]}
+    verdict: str
+    verdict_reason: str
+    loco: tuple
+    summary: dict
+    kinds_table: dict = field(default_factory=dict)
+    importances: dict = field(default_factory=dict)
+    protocols: dict = field(default_factory=dict)
+    assumptions: tuple = ()
+    tests: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    preset: str | None = None
+    kind: str = "adaptive"
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def dataset(self) -> str:
+        return f"suite {self.suite} ({', '.join(self.collections)})"
+
+    @property
+    def label(self) -> str:
+        return self.policy_obj().describe()
+
+    def policy_obj(self) -> Policy:
+        return Policy.from_json(self.policy)
+
+    def policy_for(self, which: str = "config"):
+        """``config``: the learned policy; ``recommended``: the policy when the verdict supports
+        it, else ``None`` (the static default of :meth:`config_for` applies)."""
+        check_which(which)
+        if which == "config" or self.recommended.get("policy"):
+            return self.policy_obj()
+        return None
+
+    def config_for(self, which: str = "config") -> dict:
+        """The static configuration behind ``which``: the policy's fallback (candidate 0) for
+        ``config``, the recommended static default when the policy is not recommended."""
+        check_which(which)
+        if which == "recommended" and not self.recommended.get("policy"):
+            return self.recommended["config"]
+        return self.policy["candidates"][0]
+
+    def label_for(self, which: str = "config") -> str:
+        check_which(which)
+        return self.label if self.policy_for(which) else self.recommended["label"]
+
+    def config_obj(self, which: str = "config"):
+        return Config.from_json(self.config_for(which))
+
+    def validated_on(self) -> str | None:
+        return None  # validated leave-one-collection-out across the suite
+
+    def what(self) -> str:
+        return f"adaptive fusion ({' + '.join(self.runs)})"
+
+    def loco_table(self) -> pd.DataFrame:
+        """One row per collection: the policy trained on the others, vs the static default
+        selected on the others, RRF k=60 and the oracles."""
+        rows = []
+        dl = self.default_short()
+        for r in self.loco:
+            st = r["static"]
+            rows.append({"collection": r["collection"], "queries": r["n_queries"],
+                         "policy": r["policy"], "switched": r["switched"],
+                         "adaptive": r["adaptive"]["value"], "static": st["value"],
+                         "delta": st["delta"], "delta 95% CI": _ci(st["delta_ci95"], "+"),
+                         "p": st["p_value"], "p holm": st["p_value_holm"],
+                         "outcome": st["outcome"],
+                         "W/T/L queries": "/".join(map(str, r["wins_ties_losses"])),
+                         dl: r["default"]["value"], f"delta vs {dl}": r["default"]["delta"],
+                         "oracle K": r["oracle"]["candidates"], "oracle grid": r["oracle"]["grid"],
+                         "captured": r["oracle"]["captured"], "static (others)": st["label"]})
+        return pd.DataFrame(rows)
+
+    def macro(self) -> pd.DataFrame:
+        s, m = self.summary, self.summary["macro"]
+        return pd.DataFrame([{
+            "adaptive": m["adaptive"], "static": m["static"], self.default_short(): m["default"],
+            "gain": s["gain"], "gain 95% CI (collections)": _ci(s["gain_ci95_collections"], "+"),
+            "p (queries)": s["p_value_queries"], "p (collections)": s["p_value_collections"],
+            f"gain vs {self.default_short()}": s["gain_vs_default"], "oracle K": m["oracle_candidates"],
+            "oracle grid": m["oracle_grid"], "captured": s["captured"],
+            "W/T/L": f"{s['wins']}/{s['ties']}/{s['losses']}", "verdict": self.verdict,
+            "recommended": self.recommended["label"]}])
+
+    def default_short(self) -> str:
+        """The comparator's short name: ``RRF k=60`` (free fusion) or ``shipped`` (a preset)."""
+        return "shipped" if self.preset else "RRF k=60"
+
+    def kinds_frame(self) -> pd.DataFrame:
+        """Each policy kind on its own (its threshold still chosen on training collections)."""
+        return pd.DataFrame([{"kind": k, "LOCO gain vs static": v["gain"],
+                              "p (queries)": v["p_value_queries"], **v["per_collection"]}
+                             for k, v in self.kinds_table.items()])
+
+    def per_query_frame(self) -> pd.DataFrame:
+        """Every evaluation query of every LOCO fold: the chosen candidate, the policy's and the
+        static default's metric, and the delta."""
+        frames = []
+        for r in self.loco:
+            pq = r.get("per_query")
+            if not pq:
+                continue
+            df = pd.DataFrame({"collection": r["collection"], "qid": pq["qids"],
+                               "chosen": [r["candidates"][j] for j in pq["chosen"]],
+                               "adaptive": pq["adaptive"], "static": pq["static"]})
+            frames.append(df.assign(delta=df.adaptive - df.static))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def movers(self, n: int = 5) -> pd.DataFrame:
+        """The ``n`` queries the policy helped most and the ``n`` it hurt most (LOCO)."""
+        df = self.per_query_frame()
+        if df.empty:
+            return df
+        df = df.sort_values(["delta", "collection", "qid"], ascending=[False, True, True])
+        return pd.concat([df.head(n).assign(effect="helped"),
+                          df[df.delta < 0].tail(n).iloc[::-1].assign(effect="hurt")],
+                         ignore_index=True)
+
+    def importances_frame(self, top: int = 15) -> pd.DataFrame:
+        return pd.DataFrame(list(self.importances.items())[:top],
+                            columns=["feature", "permutation importance"])
+
+    def to_json(self) -> dict:
+        return plain({f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def from_json(cls, d: dict) -> AdaptiveResult:
+        d = dict(d)
+        for key in ("collections", "loco", "runs", "assumptions", "specs", "kinds"):
+            d[key] = tuple(d.get(key, ()))
+        return cls(**d)
+
+
 # Every result kind, declared here and nowhere else: loading a best.json never depends on what
 # was imported before.
-RESULT_TYPES = {"sweep": SweepResult, "preset": PresetResult, "transfer": TransferResult}
+RESULT_TYPES = {"sweep": SweepResult, "preset": PresetResult, "transfer": TransferResult,
+                "adaptive": AdaptiveResult}
 
 
 def result_from_json(d: dict, path: str | Path | None = None):

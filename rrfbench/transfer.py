@@ -103,6 +103,7 @@ class CollectionData:
     default_T: np.ndarray          # the default on the tuning queries
     default_E: np.ndarray          # ... and on the evaluation queries
     eval_qids: list
+    tune_qids: list = field(default_factory=list)
     singles_T: dict = field(default_factory=dict)   # run name -> values (fusion only)
     singles_E: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)       # collection characteristics
@@ -894,16 +895,25 @@ def spearman(x, y) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def fusion_suite(suite: str, datasets_protocols: list, load: Callable, grid, metric: str,
-                 metrics: Sequence[str], out=None, progress: bool = True,
-                 objective: str = "macro", rule: str = DEFAULT_RULE, specs: Sequence[str] = (),
-                 map_chunks=None, log: Callable[[str], None] = lambda _m: None):
-    """Free fusion over a suite: one combined engine per split role, one sweep each, then LOCO.
+@dataclass
+class SuiteMatrices:
+    """What a free-fusion suite sweep gives: per collection its matrices, the grid as labels,
+    configurations (JSON) and :class:`~rrfbench.engine.Config` objects, and the sweep tables."""
 
-    ``datasets_protocols`` is [(Dataset, Protocol)]; ``load(dataset, split)`` returns the runs
-    to fuse. Returns (TransferResult, {"tune": table, "eval": table}).
-    """
+    colls: list
+    names: list
+    labels: list
+    configs: list
+    cfgs: list
+    tables: dict
+    k_curves: dict
 
+
+def suite_matrices(datasets_protocols: list, load: Callable, grid, metric: str,
+                   metrics: Sequence[str], out=None, progress: bool = True, map_chunks=None,
+                   log: Callable[[str], None] = lambda _m: None, suite: str = "") -> SuiteMatrices:
+    """One combined engine per split role, one sweep each (resumed from ``out``), sliced back
+    into per-collection matrices (``load(dataset, split)``: the runs to fuse)."""
     names = None
     parts_t, parts_e = [], []
     same = all(p.tune_split == p.eval_split for _, p in datasets_protocols)
@@ -921,10 +931,10 @@ def fusion_suite(suite: str, datasets_protocols: list, load: Callable, grid, met
     et = tt if same else run_sweep(ee, grid, out, progress=progress, name="sweep_eval",
                                    map_chunks=map_chunks)
     m = te.metric_names.index(metric)
-    pq_t = np.stack(tt.per_query.to_numpy()) if m == 0 else None
-    pq_e = np.stack(et.per_query.to_numpy()) if m == 0 else None
-    if pq_t is None:
+    if m != 0:
         raise InputError(f"the tuning metric must be the engine's first metric ({te.metric_names[0]})")
+    pq_t = np.stack(tt.per_query.to_numpy())
+    pq_e = np.stack(et.per_query.to_numpy())
     n = len(names)
     refs = single_run_configs(n) + [rrf60_config(n)]
     ref_t = te.evaluate(refs)[:, m]
@@ -936,26 +946,44 @@ def fusion_suite(suite: str, datasets_protocols: list, load: Callable, grid, met
         colls.append(CollectionData(
             name=ds.name, protocol=p, T=pq_t[:, a], E=pq_e[:, b], default_T=ref_t[n, a],
             default_E=ref_e[n, b], eval_qids=[ee.qids[i].split(SEP, 1)[1] for i in b],
+            tune_qids=[te.qids[i].split(SEP, 1)[1] for i in a],
             singles_T={nm: ref_t[i, a] for i, nm in enumerate(names)},
             singles_E={nm: ref_e[i, b] for i, nm in enumerate(names)},
             stats=collection_stats(ds, p)))
     labels = list(tt.label)
-
     cfgs = configs_from_table(tt, names)
     configs = [{**c.to_json(), "label": lab} for c, lab in zip(cfgs, labels, strict=True)]
-    dist = np.array([fusion_distance(c, n) for c in cfgs])
+    return SuiteMatrices(colls, names, labels, configs, cfgs, {"tune": tt, "eval": et},
+                         _k_curves(tt, et, names, colls, metric, st, se))
+
+
+def fusion_suite(suite: str, datasets_protocols: list, load: Callable, grid, metric: str,
+                 metrics: Sequence[str], out=None, progress: bool = True,
+                 objective: str = "macro", rule: str = DEFAULT_RULE, specs: Sequence[str] = (),
+                 map_chunks=None, log: Callable[[str], None] = lambda _m: None):
+    """Free fusion over a suite: one combined engine per split role, one sweep each, then LOCO.
+
+    ``datasets_protocols`` is [(Dataset, Protocol)]; ``load(dataset, split)`` returns the runs
+    to fuse. Returns (TransferResult, {"tune": table, "eval": table}).
+    """
+
+    sm = suite_matrices(datasets_protocols, load, grid, metric, metrics, out, progress,
+                        map_chunks, log, suite)
+    names, tt = sm.names, sm.tables["tune"]
+    n = len(names)
+    dist = np.array([fusion_distance(c, n) for c in sm.cfgs])
     default = rrf60_config(n)
-    kc = _k_curves(tt, et, names, colls, metric, st, se)
     result = transfer_result(
-        suite, colls, family="fusion", metric=metric, labels=labels, configs=configs,
+        suite, sm.colls, family="fusion", metric=metric, labels=sm.labels, configs=sm.configs,
         default={"config": {**default.to_json(), "label": default.label(names)},
                  "label": "RRF k=60, equal weights"},
-        objective=objective, rule=rule, distances=dist, runs=names, specs=specs, k_curves=kc,
+        objective=objective, rule=rule, distances=dist, runs=names, specs=specs,
+        k_curves=sm.k_curves,
         families={m: np.flatnonzero(tt.method.to_numpy() == m) for m in dict.fromkeys(tt.method)},
         provenance=provenance(suite=suite, collections=[ds.name for ds, _ in datasets_protocols],
                               fingerprints={ds.name: ds.fingerprint for ds, _ in datasets_protocols}),
-        assumptions=[f"{c.name}: {c.protocol.describe()}" for c in colls])
-    return result, {"tune": tt, "eval": et}
+        assumptions=[f"{c.name}: {c.protocol.describe()}" for c in sm.colls])
+    return result, sm.tables
 
 
 def _k_curves(tt, et, names, colls, metric, st, se) -> dict:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import engine, fusion, stats, transfer, tuning
+from . import adaptive, engine, fusion, policies, qfeatures, stats, transfer, tuning
 from . import presets as preset_registry  # PRESETS read at call time: the registry can be swapped
 from ._version import __version__
 from .datasets import Dataset, available_datasets, load_dataset
@@ -28,7 +28,7 @@ from .distributed import chunk_map as dask_chunk_map
 from .distributed import client_for
 from .engine import FusionEngine, make_grid
 from .errors import InputError, ValidationWarning, choice
-from .evaluation import coverage, evaluate
+from .evaluation import coverage, evaluate, evaluate_per_query
 from .explanations import explain, explain_preset
 from .exporters import render
 from .fusion import METHODS, MISSING, NORMALISATIONS, check_choices, rrf, score_fusion
@@ -37,9 +37,11 @@ from .options import check_specs, check_suite_options, one_of, per_run, with_opt
 from .presets import base as preset_base
 from .presets import get_preset, read_prior
 from .report import (
+    adaptive_section,
     presets_section,
     retrievers_section,
     transfer_section,
+    write_adaptive_outputs,
     write_report,
     write_sweep_outputs,
     write_transfer_outputs,
@@ -336,6 +338,7 @@ class DemoOutcome:
     timing_log: list[dict] = field(default_factory=list)
     suite: SuiteOutcome | None = None
     suite_presets: list = field(default_factory=list)
+    adaptive: AdaptOutcome | None = None
 
     def view(self) -> list:
         """Every table of the demo and its closing line (see :meth:`SweepOutcome.view`)."""
@@ -349,6 +352,8 @@ class DemoOutcome:
                           "(leave-one-collection-out)",
                           pd.concat([so.result.macro() for so in [self.suite, *self.suite_presets]],
                                     ignore_index=True)))
+        if self.adaptive is not None:
+            items += self.adaptive.view()
         items.append(("stage times (s)", pd.DataFrame([{"stage": k, "seconds": v}
                                                        for k, v in self.stages.items()])))
         items.append(f"demo wall time: {self.stages['total']:.1f} s this run "
@@ -382,7 +387,7 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
          log: Callable[[str], None] = _quiet) -> DemoOutcome:
     """The main job: retrieve, sweep (tuned and reported honestly), the studied systems,
     then (with ``suite``) free fusion and every studied system tuned across the suite and
-    validated leave-one-collection-out; times each stage and appends the wall time to
+    validated leave-one-collection-out, and the query-adaptive policy; times each stage and appends the wall time to
     ``demo_timing.json``."""
     t0 = time.perf_counter()
     stages: dict[str, float] = {}
@@ -413,12 +418,14 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
     t = stage("sweep, tune, report", t)
     presets = preset_table(ds, metric=metric, progress=progress, protocol=protocol, log=log)
     t = stage("studied systems", t)
-    suite_out, suite_presets = None, []
+    suite_out, suite_presets, adapted = None, [], None
     if suite:
         suite_out = sweep_suite(suite, specs, metric=metric, progress=progress, log=log)
         suite_presets = [tune_preset_suite(suite, name, metric, progress=progress, log=log)
                          for name in preset_registry.PRESETS]
-        stage(f"suite {suite}: transfer across collections", t)
+        t = stage(f"suite {suite}: transfer across collections", t)
+        adapted = adapt_suite(suite, specs, metric=metric, progress=progress, log=log)
+        stage(f"suite {suite}: query-adaptive fusion", t)
     wall = time.perf_counter() - t0
     all_cached = all(r.cached for r in results.values())
     log_path = out / "demo_timing.json"
@@ -428,7 +435,7 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
     write_json(log_path, timing)
     stages["total"] = round(wall, 2)
     return DemoOutcome(ds.name, rows, sw, presets, stages, all_cached, out, timing, suite_out,
-                       suite_presets)
+                       suite_presets, adapted)
 
 
 # --------------------------------------------------------------------------- suites
@@ -555,6 +562,103 @@ def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: st
                              metric, progress=progress, objective=objective, rule=rule, log=log),
         save, reuse=reuse, write=write, log=log)
     return SuiteOutcome(result, out if write else None)
+
+
+def adaptive_dir(suite: str) -> Path:
+    return results_dir() / "adaptive" / suite
+
+
+def adapt_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
+                preset=None, n_candidates: int = policies.N_CANDIDATES,
+                kinds: Sequence[str] = policies.KINDS, features: str = "portable",
+                metric: str = "nDCG@10", rule: str = DEFAULT_RULE, run_depth: int = 1000,
+                progress: bool = True, reuse: bool = True, write: bool = True,
+                log: Callable[[str], None] = _quiet) -> AdaptOutcome:
+    """A query-adaptive policy trained across a suite and validated leave-one-collection-out
+    against the static suite default (:mod:`rrfbench.adaptive`); writes
+    ``results/adaptive/<suite>/`` (best.json with the portable policy, report.md, the headroom
+    plot). Runs the static suite first over the same ``grid`` (reused when unchanged): its sweep
+    tables are the candidates' per-query metrics and its recommendation is the fallback.
+
+    With ``preset``: the policy chooses among the studied system's own knob settings, against
+    its shipped values (``results/adaptive/<suite>/presets/<name>/``, also a section of the
+    suite's report)."""
+    metric = str(parse_metric(metric))
+    specs = check_specs(list(specs))
+    if not kinds:
+        raise InputError("--policy: give at least one kind")
+    for kd in kinds:
+        if kd not in policies.KINDS:
+            raise choice("--policy", kd, policies.KINDS)
+    if features not in qfeatures.FEATURE_SETS:
+        raise choice("--features", features, qfeatures.FEATURE_SETS)
+    if not 2 <= n_candidates <= 8:
+        raise InputError(f"--candidates: {n_candidates} must be between 2 and 8")
+    p = (get_preset(preset) if isinstance(preset, str) else preset) if preset else None
+    grid = grid if grid is not None else (None if p else sweep_grid(len(specs)))
+    if p:
+        static = tune_preset_suite(suite, p, metric, rule=rule, progress=progress, log=log)
+    else:
+        static = sweep_suite(suite, specs, grid=grid, metric=metric, rule=rule,
+                             run_depth=run_depth, progress=progress, log=log)
+    members = suite_members(suite)
+    metrics = [metric] + [m for m in DEFAULT_METRICS if m != metric]
+    out = adaptive_dir(suite) / "presets" / p.name if p else adaptive_dir(suite)
+    common = dict(rule=rule, candidates=n_candidates, kinds=list(kinds), features=features)
+
+    def inputs():
+        if p:
+            return _preset_inputs(p, members, metric, adaptive_code=_source_digest(adaptive, policies,
+                                                                          qfeatures), **common)
+        runs = [(ds.name, split, spec) for ds, pr in members
+                for split in sorted({pr.tune_split, pr.eval_split}) for spec in specs]
+        return run_inputs(runs, (adaptive, policies, qfeatures, engine, fusion, transfer, tuning),
+                          specs=specs, grid=[c.to_json() for c in grid], depth=run_depth,
+                          metric=metric, protocols=[pr.to_json() for _, pr in members],
+                          fingerprints=[ds.fingerprint for ds, _ in members], **common)
+
+    def compute():
+        if p:
+            return adaptive.preset_adaptive_suite(
+                suite, members, p, lambda ds, split: preset_runs(p, ds, split), metric,
+                k=n_candidates, kinds=kinds, feature_set=features, rule=rule,
+                static_recommended=static.result.recommended, progress=progress, log=log)
+        return adaptive.adaptive_suite(
+            suite, members, lambda ds, split: load_runs(ds, specs, split, run_depth, log), grid,
+            metric, metrics, specs=specs, out=transfer_dir(suite), k=n_candidates, kinds=kinds,
+            feature_set=features, rule=rule, static_recommended=static.result.recommended,
+            progress=progress, log=log)
+
+    def save(result):
+        made = write_adaptive_outputs(result, out)
+        if p:  # the suite's adaptive report gathers every preset's section after its own
+            write_report(adaptive_dir(suite), {f"preset-{p.name}": adaptive_section(
+                result, {k: f"presets/{p.name}/{v}" for k, v in made.items()})})
+
+    result, _ = reuse_or_compute(f"adaptive {suite}" + (f" ({p.name})" if p else ""),
+                                 out / "best.json", inputs, compute, save,
+                                 reuse=reuse and write, write=write, log=log)
+    return AdaptOutcome(result, out if write else None)
+
+
+@dataclass
+class AdaptOutcome:
+    """A query-adaptive policy validated across a suite, and where it was written."""
+
+    result: object
+    out: Path | None
+
+    def view(self) -> list:
+        r, s = self.result, self.result.summary
+        return [(f"suite {r.suite}, {r.what()}: leave-one-collection-out ({r.metric}; vs the "
+                 "static default selected on the same training collections)", r.loco_table()),
+                ("macro over collections", r.macro()),
+                ("each policy kind on its own (LOCO gain vs static)", r.kinds_frame()),
+                f"verdict: {r.verdict}. {r.verdict_reason}.",
+                f"headroom: oracle over the candidates {s['headroom_candidates']:+.4f}, over the "
+                f"grid {s['headroom_grid']:+.4f}; captured {s['captured']:.1%}. Policy (all "
+                f"collections): {r.label}. Recommended: {r.recommended['label']}; report: "
+                f"{self.out / 'report.md' if self.out else '-'}"]
 
 
 # --------------------------------------------------------------------------- the CLI's steps
@@ -721,12 +825,36 @@ def apply_config(dataset, config_path, which: str = "config", split: str = "test
         warnings.warn(f"the configuration was tuned on {r.dataset} only; applied to {ds.name} "
                       "it has not been validated there", ValidationWarning, stacklevel=2)
     runs = load_runs(ds, specs_of(r), split, log=log)
+    policy = r.policy_for(which)
+    if policy is not None:
+        return _apply_policy(ds, split, runs, policy, r, config_path, metrics, output)
     label = cfg.label([x.name for x in runs])
     out = _scored(ds, split, cfg.fuse(runs), metrics,
                   f"{label} ({config_path}) on {ds.name}/{split}", output,
                   runs=[x.name for x in runs], config={**cfg.to_json(), "label": label},
                   **{"from": str(config_path)})
     out.notes = [out.coverage_line()]
+    return out
+
+
+def _apply_policy(ds, split, runs, policy, result, config_path, metrics, output) -> Scored:
+    """Each query fused with the candidate the policy picks from its features."""
+    texts = dict(zip(ds.queries.qid.astype(str), ds.queries.text, strict=True))
+    qids = list(ds.qrels(split).qids)
+    queries = {q: texts.get(q, "") for q in qids}  # a judged query without text: length 0
+    stats = qfeatures.corpus_stats(ds.corpus) if policy.feature_set == "all" else None
+    fused, chosen = adaptive.apply_policy(policy, runs, queries, qids, stats)
+    counts = chosen.label.value_counts()
+    share = {lab: int(counts.get(lab, 0)) for lab in (c["label"] for c in policy.candidates)}
+    out = _scored(ds, split, fused, metrics,
+                  f"adaptive policy ({config_path}) on {ds.name}/{split}", output,
+                  runs=[x.name for x in runs], policy=policy.describe(),
+                  queries_per_candidate=share, verdict=result.verdict,
+                  **{"from": str(config_path)})
+    out.notes = [f"policy: {policy.describe()}",
+                 "queries per candidate: " + "; ".join(f"{k}: {v}" for k, v in share.items()),
+                 f"validated leave-one-collection-out on suite {result.suite}: {result.verdict}",
+                 out.coverage_line()]
     return out
 
 
@@ -754,14 +882,25 @@ def evaluate_preset(dataset, preset, split: str = "test", settings: Sequence[str
     params |= p.parse_settings(list(settings or []))
     if limit < 0:
         raise InputError(f"--limit: {limit} must be >= 0 (0 = the system's own)")
+    p.check(p.defaults() | params)
+    p.limit_for(params, limit or None)  # a limit the system does not take fails before retrieval
     pri = read_prior(prior) if prior else None
     ds = as_dataset(dataset)
     ds.qrels(split)
     runs = preset_runs(p, ds, split, streams=streams)
     queries = dict(zip(ds.queries.qid, ds.queries.text, strict=True))
-    fused = p.run(runs, params, limit=limit or None, prior=pri, queries=queries)
+    policy = load_result(config).policy_for(which) if config is not None else None
+    if policy is not None:  # a per-query policy inside the system's knobs
+        fused, chosen = adaptive.apply_policy(
+            policy, adaptive.role_runs(runs), {str(q): t for q, t in queries.items()},
+            list(ds.qrels(split).qids),
+            fuse=lambda cand: p.run(runs, params | adaptive.knob_params(cand),
+                                    limit=limit or None, prior=pri, queries=queries))
+    else:
+        fused = p.run(runs, params, limit=limit or None, prior=pri, queries=queries)
     unavailable = sorted(set(p.streams) - set(runs))
-    out = _scored(ds, split, fused, list(TABLE_METRICS), f"{p.system} on {ds.name}/{split}")
+    out = _scored(ds, split, fused, list(TABLE_METRICS), f"{p.system} on {ds.name}/{split}"
+                  + (" (per-query policy)" if policy is not None else ""))
 
     def as_json(o):
         return {"dataset": ds.name, "split": split, "preset": p.name,
@@ -771,7 +910,15 @@ def evaluate_preset(dataset, preset, split: str = "test", settings: Sequence[str
                 "unavailable_streams": unavailable}
 
     out.as_json = as_json
-    out.notes = [f"params: {params}; {out.coverage_line()}"] + [
+    if policy is not None:
+        counts = chosen.label.value_counts()
+        share = {c["label"]: int(counts.get(c["label"], 0)) for c in policy.candidates}
+        base_json = as_json
+        out.as_json = lambda o: base_json(o) | {"policy": policy.describe(),
+                                                "queries_per_candidate": share}
+        out.notes = [f"policy: {policy.describe()}",
+                     "queries per candidate: " + "; ".join(f"{k}: {v}" for k, v in share.items())]
+    out.notes = out.notes + [f"params: {params}; {out.coverage_line()}"] + [
         f"  fidelity {line}" for line in p.fidelity_lines()]
     if unavailable:
         out.warnings = ["streams unavailable here (the system falls back without them): "
@@ -798,10 +945,63 @@ def explain_query(dataset, qid: str, config, split: str = "test", top: int = 10,
     else:
         runs = load_runs(ds, specs_of(r), split, log=log)
         cfg = r.config_obj(which)
+        policy = r.policy_for(which)
+        if policy is not None:
+            cfg, label = _policy_choice(ds, runs, policy, str(qid))[:2]
+            cfg = engine.Config.from_json(cfg)
+        else:
+            label = cfg.label([x.name for x in runs])
         table = explain(runs, cfg, qid, qrels, top).head(top)
-        label = cfg.label([x.name for x in runs])
     text = ds.queries.set_index("qid").text.get(str(qid), "?")
     return f"{ds.name}/{split} query {qid} ({text[:80]}): {label}", table.reset_index(drop=True)
+
+
+def _policy_choice(ds, runs, policy, qid: str):
+    """(chosen configuration, label line, features table, utilities table) of one query."""
+    queries = dict(zip(ds.queries.qid.astype(str), ds.queries.text, strict=True))
+    if qid not in queries:
+        raise InputError(f"query {qid!r} is not a query of {ds.name}")
+    stats = qfeatures.corpus_stats(ds.corpus) if policy.feature_set == "all" else None
+    X = qfeatures.query_features(runs, queries, [qid], policy.feature_set, stats,
+                                 policy.depth, policy.rbo_p)
+    u = policy.utilities(X.to_numpy())[0]
+    j = int(policy.choose(X.to_numpy())[0])
+    chosen = policy.candidates[j]
+    label = (f"adaptive policy chose candidate {j}: {chosen['label']}"
+             + ("" if j else f" (the static default; best utility {u.max():+.4f} vs tau "
+                             f"{policy.tau:.4g})"))
+    feats = pd.DataFrame({"feature": X.columns, "value": X.iloc[0].to_numpy()})
+    utils = pd.DataFrame({"candidate": range(len(u)), "configuration":
+                          [c["label"] for c in policy.candidates], "utility": u,
+                          "chosen": ["yes" if i == j else "" for i in range(len(u))]})
+    return chosen, label, feats, utils
+
+
+def explain_view(dataset, qid: str, config, split: str = "test", top: int = 10,
+                 which: str = "config", log: Callable[[str], None] = _quiet) -> list:
+    """``rrfbench explain``: :func:`explain_query`'s table and, for a per-query policy, the
+    query's features, each candidate's utility and what the static default would have done."""
+    title, table = explain_query(dataset, qid, config, split, top, which, log)
+    r = load_result(config)
+    policy = r.policy_for(which)
+    if policy is None:
+        return [(title, table)]
+    ds = as_dataset(dataset)
+    runs = load_runs(ds, specs_of(r), split, log=log)
+    _, _, feats, utils = _policy_choice(ds, runs, policy, str(qid))
+    one = [Run(x.df[x.df.qid.astype(str) == str(qid)], x.name, meta=x.meta) for x in runs]
+    qrels = ds.qrels(split)
+    j = int(utils.chosen.eq("yes").to_numpy().argmax())
+    scores = {}
+    for name, i in (("static default", 0), ("chosen", j)):
+        pq = evaluate_per_query(engine.Config.from_json(policy.candidates[i]).fuse(one), qrels,
+                                [r.metric])
+        scores[name] = float(pq[r.metric].get(str(qid), float("nan")))
+    line = ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
+    return [(title, table), (f"query {qid}: features ({policy.feature_set})", feats),
+            (f"query {qid}: candidates (utility: expected gain over candidate 0)", utils),
+            f"{r.metric} on this query ({split}): {line}; static default: "
+            f"{policy.candidates[0]['label']}"]
 
 
 def sweep_any(dataset=None, suite=None, specs: Sequence[str] = DEFAULT_SPECS, *, methods=METHODS,

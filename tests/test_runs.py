@@ -170,3 +170,93 @@ def test_manifest_beside_run_file_supplies_meta(tmp_path):
     (tmp_path / "dense.json").write_text('{"score_floor": -1.0, "retriever": "dense"}')
     run = Run.from_trec(p)
     assert run.score_floor == -1.0 and run.cut(1).score_floor == -1.0
+
+
+# --------------------------------------------------------------------------- more exact checks
+def test_non_finite_score_names_file_and_line(tmp_path):
+    p = _write(tmp_path / "inf.trec", "q1 Q0 d1 1 1.0 s\nq1 Q0 d2 2 inf s\n")
+    with pytest.raises(InputError) as ei:
+        Run.from_trec(p)
+    assert str(ei.value) == f"{p}:2: score 'inf' is not finite"
+    assert ei.value.path == str(p) and ei.value.line == 2
+
+
+def test_views_keep_name_and_meta():
+    run = Run.from_dict({"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"x": 0.5}}, name="bm25")
+    run = run.with_meta(score_floor=0.0)
+    for view in (run.cut(2), run.subset(["q1"]), run.with_meta(retriever="x")):
+        assert view.name == "bm25" and view.score_floor == 0.0
+    assert run.rename("other").name == "other"
+    cut = run.cut(2)
+    assert cut.df.docid.tolist() == ["a", "b", "x"] and cut.df["rank"].tolist() == [1, 2, 1]
+    assert Run.from_dict({"q": {"d": 1.0}}).name == "run"
+
+
+def _parquet_run():
+    return Run.from_dict({"2": {"b": 1.0, "a": 1.0, "c": 3.0}, "10": {"z": 0.5, "y": 0.7}},
+                         name="dense")
+
+
+def test_parquet_roundtrip_ranked_and_filtered(tmp_path):
+    run = _parquet_run()
+    p = run.to_parquet(tmp_path / "dense.run.parquet")
+    back = Run.from_parquet(p)
+    assert back.name == "dense" and back.meta == {}
+    assert back.df.equals(run.df)
+    assert back.df.qid.tolist() == ["10", "10", "2", "2", "2"]        # "10" < "2" as strings
+    assert back.df.docid.tolist() == ["y", "z", "c", "a", "b"]
+    assert back.df["rank"].tolist() == [1, 2, 1, 2, 3]
+    assert Run.from_parquet(p, ranked=True).df.equals(run.df)
+    assert Run.from_parquet(p, name="x").name == "x"
+    only = Run.from_parquet(p, qids=[2])                               # ids matched as strings
+    assert only.df.qid.tolist() == ["2", "2", "2"] and only.df["rank"].tolist() == [1, 2, 3]
+    assert len(Run.from_parquet(p, qids=[])) == 0
+
+
+def test_parquet_ranked_trusts_stored_ranks_and_casts_ids(tmp_path):
+    # integer ids, and a rank column that disagrees with the scores
+    df = pd.DataFrame({"qid": [7, 7], "docid": [1, 2], "score": [1.0, 2.0], "rank": [1, 2]})
+    p = tmp_path / "t.parquet"
+    df.to_parquet(p, index=False)
+    (tmp_path / "t.json").write_text('{"score_floor": -1.0, "other": 1}')
+    rec = Run.from_parquet(p)                      # ranks recomputed: docid 2 (score 2) first
+    assert rec.df.qid.tolist() == ["7", "7"] and rec.df.docid.tolist() == ["2", "1"]
+    assert rec.df["rank"].tolist() == [1, 2] and rec.meta == {"score_floor": -1.0}
+    kept = Run.from_parquet(p, ranked=True)        # a table rrfbench wrote: order kept as is
+    assert kept.df.qid.tolist() == ["7", "7"] and kept.df.docid.tolist() == ["1", "2"]
+    assert kept.df["rank"].tolist() == [1, 2]
+    assert kept.df.score.tolist() == [1.0, 2.0] and kept.meta == {"score_floor": -1.0}
+    assert kept.name == "t"
+    # without a stored rank column, ranked=True still ranks
+    df.drop(columns="rank").to_parquet(tmp_path / "u.parquet", index=False)
+    assert Run.from_parquet(tmp_path / "u.parquet", ranked=True).df.docid.tolist() == ["2", "1"]
+
+
+def test_parquet_errors(tmp_path):
+    missing = tmp_path / "nope.parquet"
+    with pytest.raises(InputError) as ei:
+        Run.from_parquet(missing)
+    assert str(ei.value) == f"{missing}: file not found"
+    bad = _write(tmp_path / "bad.parquet", "not parquet")
+    with pytest.raises(InputError, match=r"bad.parquet: not a readable parquet run table \("):
+        Run.from_parquet(bad)
+    p = tmp_path / "cols.parquet"
+    pd.DataFrame({"qid": ["1"], "docid": ["d"]}).to_parquet(p, index=False)
+    with pytest.raises(InputError) as ei:
+        Run.from_parquet(p)
+    assert str(ei.value) == (f"{p}: a run table needs columns qid, docid, score; "
+                             "missing ['score']")
+
+
+def test_qrels_views_and_outputs(tmp_path):
+    qrels = Qrels.from_dict({"2": {"b": 1, "a": 0}, "1": {"d": 2}})
+    assert qrels.name == "qrels" and Qrels.from_dict({}, name="x").name == "x"
+    assert qrels.df.qid.tolist() == ["1", "2", "2"] and qrels.df.docid.tolist() == ["d", "a", "b"]
+    sub = Qrels.from_dict({"2": {"b": 1, "a": 0}, "1": {"d": 2}}, name="judged").subset([2])
+    assert sub.name == "judged" and sub.to_dict() == {"2": {"a": 0, "b": 1}} and len(sub) == 2
+    assert sub.qids == ["2"] and repr(sub) == "Qrels('judged', 1 queries, 2 judgments)"
+    p = qrels.to_trec(tmp_path / "q.txt")
+    assert p.read_text() == "1 0 d 2\n2 0 a 0\n2 0 b 1\n"
+    assert Qrels.from_file(p).to_dict() == qrels.to_dict()
+    pl = qrels.to_polars()
+    assert pl.columns == ["qid", "docid", "relevance"] and pl["relevance"].to_list() == [2, 0, 1]

@@ -93,7 +93,7 @@ LAZY_LIBRARIES = {
     "jieba": "loads its dictionary lazily and chatters on first use; Chinese text only",
     "rank_bm25": "the rank_bm25 retriever and Zeus's keyword stream only",
     "scipy": "scipy.stats ~1.5 s, scipy.sparse and scipy.special ~0.3 s each",
-    "sklearn": "~2 s to import; only k-fold cross-validation needs it",
+    "sklearn": "~2 s to import; only k-fold cross-validation and fitting adaptive policies need it",
     "polars": "~0.25 s to import; only parquet reads with filters and to_polars()",
     "pytrec_eval": "dev extra (cross-checks of the metrics)",
 }

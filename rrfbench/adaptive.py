@@ -1,0 +1,371 @@
+"""Query-adaptive fusion, validated the way static defaults are (:mod:`rrfbench.transfer`).
+
+Per held-out collection C of a suite (leave-one-collection-out), on the *other* collections'
+tuning splits only:
+
+1. the **static default** is selected by the suite rule (:func:`rrfbench.transfer.select`);
+2. **candidates** (:func:`rrfbench.policies.candidates`): the static default and K-1 grid points
+   that most raise the per-query oracle over the training queries;
+3. a **policy** (:mod:`rrfbench.policies`) learns from the training queries' features
+   (:mod:`rrfbench.qfeatures`, no qrels) which candidate to fuse each query with; its kind
+   (select / ridge / gbm) and its hedge threshold are chosen by an inner leave-one-collection-out
+   over the training collections, and when no kind gains there the policy is the static default.
+
+Then C's evaluation queries are fused each with its chosen candidate and scored. C's qrels, and
+every evaluation split, reach nothing but that last step (``tests/test_adaptive.py`` poisons
+them). Reported per collection against the fold's static default and RRF k=60, with the tests of
+:mod:`rrfbench.transfer` (sign flips per collection with Holm's adjustment, the macro
+randomisation test, the hierarchical bootstrap) and its verdict rule, plus the **headroom**: the
+per-query oracle over the whole grid and over the K candidates, and the share of the candidates'
+oracle gain the policy captures. The saved policy is the same procedure run on all collections.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import qfeatures
+from .engine import Config
+from .errors import InputError
+from .policies import KINDS, N_CANDIDATES, Policy, candidates, fit_hedged
+from .qfeatures import corpus_stats, feature_names, query_features
+from .results import TESTS, AdaptiveResult
+from .runs import Run, content_digest, run_frame
+from .stats import bootstrap_ci, hierarchical_bootstrap, macro_randomisation_test, permutation_test
+from .store import provenance, results_dir, write_parquet
+from .transfer import (
+    VERDICTS,
+    CollectionData,
+    collection_outcomes,
+    fusion_distance,
+    knob_distance,
+    neighbourhoods,
+    select,
+    suite_matrices,
+    verdict_code,
+)
+from .tuning import preset_matrix, rrf60_config
+
+IMPORTANCE_SEED = 0
+
+
+def _fit(train: Sequence[CollectionData], XT: Mapping[str, np.ndarray], static: int,
+         k: int, kinds: Sequence[str]) -> tuple[list[int], str, dict, float, dict]:
+    """Candidates and the hedged policy from ``train`` collections' tuning queries."""
+    cands = candidates([c.T for c in train], static, k)
+    X = np.vstack([XT[c.name] for c in train])
+    Y = np.hstack([c.T[cands] for c in train]).T
+    groups = np.concatenate([np.full(c.T.shape[1], i) for i, c in enumerate(train)])
+    kind, model, tau, notes = fit_hedged(X, Y, groups, kinds)
+    return cands, kind, model, tau, notes
+
+
+def _policy(kind, model, tau, cands, configs, runs, features, feature_set, notes=None) -> Policy:
+    return Policy(kind=kind, runs=list(runs), features=list(features),
+                  candidates=[dict(configs[i]) for i in cands], model=model,
+                  tau=float(tau), feature_set=feature_set, notes=dict(notes or {}))
+
+
+def _importances(policy: Policy, X: np.ndarray, E: np.ndarray, seed: int) -> np.ndarray:
+    """Permutation importance on a held-out collection: the drop of the policy's mean metric
+    when one feature's column is shuffled (one permutation per feature, fixed seed)."""
+    rng = np.random.default_rng(seed)
+    base = E[policy.choose(X), np.arange(len(X))].mean()
+    out = np.zeros(X.shape[1])
+    if policy.kind == "constant":
+        return out
+    for j in range(X.shape[1]):
+        Xp = X.copy()
+        Xp[:, j] = Xp[rng.permutation(len(X)), j]
+        out[j] = base - E[policy.choose(Xp), np.arange(len(X))].mean()
+    return out
+
+
+def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np.ndarray],
+                    XE: Mapping[str, np.ndarray], *, configs: Sequence[dict], labels: Sequence[str],
+                    runs: Sequence[str], specs: Sequence[str] = (), metric: str = "nDCG@10",
+                    rule: str = "nbr", distances=None, neighbours=None,
+                    k: int = N_CANDIDATES, kinds: Sequence[str] = KINDS,
+                    feature_set: str = "portable", features: Sequence[str] | None = None,
+                    default: dict | None = None,
+                    static_recommended: dict | None = None, provenance: dict | None = None,
+                    assumptions: Sequence[str] = (), preset: str | None = None) -> AdaptiveResult:
+    """The LOCO table, verdict, headroom and the policy trained on all collections.
+
+    ``XT[name]`` / ``XE[name]``: feature matrices of a collection's tuning / evaluation queries,
+    rows in ``c.tune_qids`` / ``c.eval_qids`` order. ``default``: the RRF k=60 configuration
+    (``c.default_E``); ``features``: the column names (default: :func:`feature_names` of
+    ``runs`` and ``feature_set``); ``static_recommended``: what the static suite result recommends (the
+    fallback when the policy's evidence is not there)."""
+    if len(colls) < 3:
+        raise InputError("adaptive fusion needs at least three collections (a policy's threshold "
+                         "is chosen leave-one-collection-out inside each training fold)")
+    features = list(features) if features is not None else feature_names(list(runs), feature_set)
+    for name, X in (*XT.items(), *XE.items()):
+        if np.shape(X)[1] != len(features):
+            raise InputError(f"{name}: {np.shape(X)[1]} feature columns, expected {len(features)}")
+    rows, deltas, deltas_rrf, imps = [], [], [], []
+    per_kind = {kd: [] for kd in kinds}
+    for i, c in enumerate(colls):
+        train = [o for j, o in enumerate(colls) if j != i]
+        static = select(train, "macro", rule, distances, neighbours)
+        cands, kind, model, tau, notes = _fit(train, XT, static, k, kinds)
+        pol = _policy(kind, model, tau, cands, configs, runs, features, feature_set)
+        ch = pol.choose(XE[c.name])
+        q = np.arange(len(ch))
+        Ec = c.E[cands]
+        ada, stat = Ec[ch, q], c.E[static]
+        d, d_rrf = ada - stat, ada - c.default_E
+        deltas.append(d)
+        deltas_rrf.append(d_rrf)
+        for kd in kinds:
+            m_k, tau_k = notes["fitted"][kd]
+            ch_k = _policy(kd, m_k, tau_k, cands, configs, runs, features, feature_set).choose(XE[c.name])
+            per_kind[kd].append(Ec[ch_k, q] - stat)
+        oracle_k, oracle_g = Ec.max(axis=0), c.E.max(axis=0)
+        head = float((oracle_k - stat).mean())
+        imps.append(_importances(pol, XE[c.name], Ec, IMPORTANCE_SEED + i))
+        rows.append({
+            "collection": c.name, "n_queries": int(len(ch)), "policy": kind,
+            "tau": float(tau), "candidates": [labels[j] for j in cands],
+            "chosen_share": [float(np.mean(ch == j)) for j in range(len(cands))],
+            "switched": float(np.mean(ch != 0)),
+            "adaptive": {"value": float(ada.mean()), "ci95": list(bootstrap_ci(ada))},
+            "static": {"label": labels[static], "value": float(stat.mean()),
+                       "delta": float(d.mean()), "delta_ci95": list(bootstrap_ci(d)),
+                       "p_value": permutation_test(ada, stat)},
+            "default": {"value": float(c.default_E.mean()), "delta": float(d_rrf.mean()),
+                      "p_value": permutation_test(ada, c.default_E)},
+            "oracle": {"candidates": float(oracle_k.mean()), "grid": float(oracle_g.mean()),
+                       "captured": float(d.mean() / head) if head > 1e-12 else 0.0},
+            "wins_ties_losses": [int((d > 1e-12).sum()), int((np.abs(d) <= 1e-12).sum()),
+                                 int((d < -1e-12).sum())],
+            "inner": {kd: v for kd, v in notes.items() if kd != "fitted"},
+            "per_query": {"qids": list(c.eval_qids), "adaptive": ada.tolist(),
+                          "static": stat.tolist(), "chosen": ch.tolist()},
+        })
+    adj, outcomes = collection_outcomes([r["static"]["delta"] for r in rows],
+                                        [r["static"]["p_value"] for r in rows])
+    for r, a, o in zip(rows, adj, outcomes, strict=True):
+        r["static"]["p_value_holm"] = float(a)
+        r["static"]["outcome"] = o
+    gain = float(np.mean([d.mean() for d in deltas]))
+    p_q = macro_randomisation_test(deltas)
+    hb = hierarchical_bootstrap(deltas)
+    losses = [r["collection"] for r in rows if r["static"]["outcome"] == "loss"]
+    code = int(verdict_code(gain, p_q, hb["p_value"], bool(losses)))
+    verdict = VERDICTS[code]
+    why = (f"LOCO macro gain {gain:+.4f} over the static default (selected on the same training "
+           f"collections); p={p_q:.4f} over queries, hierarchical bootstrap p={hb['p_value']:.4f}"
+           f" (95% CI {hb['ci95'][0]:+.4f} to {hb['ci95'][1]:+.4f}); "
+           + (f"significant losses on {', '.join(losses)}" if losses else
+              f"no collection loses significantly (Holm over {len(rows)} tests)"))
+    if code == 2:
+        why += ": keep the static default"
+    mean = lambda key, sub: float(np.mean([r[key][sub] for r in rows]))  # noqa: E731
+    static_macro = mean("static", "value")
+    head_k = mean("oracle", "candidates") - static_macro
+    summary = {
+        "macro": {"adaptive": mean("adaptive", "value"), "static": static_macro,
+                  "default": mean("default", "value"), "oracle_candidates": mean("oracle", "candidates"),
+                  "oracle_grid": mean("oracle", "grid")},
+        "gain": gain, "gain_vs_default": float(np.mean([d.mean() for d in deltas_rrf])),
+        "p_value_queries": p_q, "p_value_collections": hb["p_value"],
+        "gain_ci95_collections": list(hb["ci95"]),
+        "p_value_queries_vs_default": macro_randomisation_test(deltas_rrf),
+        "headroom_candidates": head_k, "headroom_grid": mean("oracle", "grid") - static_macro,
+        "captured": gain / head_k if head_k > 1e-12 else 0.0,
+        "wins": outcomes.count("win"), "ties": outcomes.count("tie"),
+        "losses": outcomes.count("loss"),
+        "target": "macro LOCO >= static + 0.010 with no collection significantly worse",
+        "target_met": bool(gain >= 0.010 and not losses),
+    }
+    kinds_table = {kd: {"gain": float(np.mean([d.mean() for d in v])),
+                        "p_value_queries": macro_randomisation_test(v),
+                        "per_collection": {c.name: float(d.mean()) for c, d in zip(colls, v, strict=True)}}
+                   for kd, v in per_kind.items()}
+    # the policy to use: the same procedure on every collection
+    static_all = select(colls, "macro", rule, distances, neighbours)
+    cands, kind, model, tau, notes = _fit(colls, XT, static_all, k, kinds)
+    notes.pop("fitted")
+    policy = _policy(kind, model, tau, cands, configs, runs, features, feature_set, notes)
+    imp = np.mean(imps, axis=0)
+    importances = dict(sorted(zip(features, imp.tolist(), strict=True), key=lambda kv: -kv[1]))
+    transfers = verdict in VERDICTS[:2]
+    static_rec = static_recommended or {"config": dict(configs[static_all]), "label": labels[static_all]}
+    recommended = ({"policy": True, "label": policy.describe(), "reason": f"verdict: {verdict}"}
+                   if transfers else
+                   {"policy": False, "config": static_rec["config"], "label": static_rec["label"],
+                    "reason": f"verdict: {verdict}; the static default stays"})
+    tests = dict(TESTS) | {
+        "p_value_queries": "randomisation test of the macro mean (sign flips within each "
+                           "collection), 10000 resamples, seed 0",
+        "p_value_collections": "hierarchical bootstrap: collections, then queries, 10000 "
+                               "resamples, seed 0; two-sided",
+        "multiplicity": "Holm's step-down over the per-collection sign-flip tests, family-wise "
+                        "alpha 0.05",
+        "importance": "permutation importance on each LOCO fold's held-out collection (one "
+                      "shuffle per feature, seed = fold index), averaged over folds",
+    }
+    return AdaptiveResult(
+        suite=suite, collections=tuple(c.name for c in colls), metric=metric, runs=tuple(runs),
+        specs=tuple(specs), feature_set=feature_set, n_candidates=k, kinds=tuple(kinds),
+        rule=rule, policy=policy.to_json(), static={"config": dict(configs[static_all]),
+                                                     "label": labels[static_all]},
+        default=dict(default or {}), recommended=recommended, verdict=verdict,
+        verdict_reason=why, loco=tuple(rows), summary=summary, kinds_table=kinds_table,
+        importances=importances, protocols={c.name: c.protocol.to_json() for c in colls},
+        assumptions=tuple(assumptions), tests=tests, provenance=dict(provenance or {}),
+        preset=preset)
+
+
+# --------------------------------------------------------------------------- applying a policy
+def apply_policy(policy: Policy, runs: Sequence[Run], queries: Mapping[str, str],
+                 qids: Sequence[str] | None = None, stats=None,
+                 fuse: Callable[[dict], Run] | None = None) -> tuple[Run, pd.DataFrame]:
+    """Fuse each query with the candidate ``policy`` chooses for it: (fused run, per query its
+    chosen candidate and features). ``runs`` in ``policy.runs`` order (their names are the
+    features' run names); ``fuse(candidate)`` fuses every query with one candidate (default:
+    the candidate as a fusion :class:`~rrfbench.engine.Config`; a preset passes its own)."""
+    names = [r.name for r in runs]
+    if names != list(policy.runs):
+        raise InputError(f"the policy fuses runs {policy.runs}, got {names}")
+    if qids is None:
+        qids = sorted(set().union(*(set(r.df.qid.astype(str)) for r in runs)))
+    X = query_features(runs, queries, qids, policy.feature_set, stats, policy.depth, policy.rbo_p)
+    ch = policy.choose(X.to_numpy())
+    fuse = fuse or (lambda cand: Config.from_json(cand).fuse(list(runs)))
+    frames = []
+    for j in np.unique(ch):
+        fused = fuse(policy.candidates[int(j)]).df
+        keep = set(np.asarray(qids, dtype=object)[ch == j])
+        frames.append(fused[fused.qid.astype(str).isin(keep)])
+    df = pd.concat(frames, ignore_index=True)
+    run = Run(run_frame(df.qid.to_numpy(dtype=object), df.docid.to_numpy(dtype=object),
+                        df.score.to_numpy(), df["rank"].to_numpy()),
+              f"adaptive({policy.kind}: {'+'.join(names)})", _ranked=True)
+    X.insert(0, "candidate", ch)
+    X.insert(1, "label", [policy.candidates[int(j)]["label"] for j in ch])
+    return run, X
+
+
+def role_runs(runs: Mapping[str, Run]) -> list[Run]:
+    """A preset's runs by role as a list of runs named by their roles (the feature names)."""
+    return [Run(r.df, role, meta=r.meta, _ranked=True) for role, r in runs.items()]
+
+
+def knob_params(candidate: dict) -> dict:
+    """A preset candidate's knob values (its ``label`` dropped)."""
+    return {k: v for k, v in candidate.items() if k != "label"}
+
+
+# --------------------------------------------------------------------------- a suite
+def suite_features(ds, runs: Sequence[Run], qids: Sequence[str], feature_set: str,
+                   split: str | None = None) -> np.ndarray:
+    """The feature matrix of ``qids`` (rows in that order) of dataset ``ds``; with ``split``,
+    cached beside the runs (``results/runs/<dataset>/<split>/features/<key>.parquet``), keyed
+    on the runs' content digests, the queries, the feature set and qfeatures' source."""
+    path = None
+    if split is not None:
+        h = hashlib.sha256(Path(qfeatures.__file__).read_bytes())
+        for r in runs:
+            h.update(f"{r.name}={r.meta.get('content_digest') or content_digest(r)};".encode())
+        h.update(f"{feature_set}|{ds.fingerprint}|".encode() + "\0".join(map(str, qids)).encode())
+        path = results_dir() / "runs" / ds.name / split / "features" / f"{h.hexdigest()[:16]}.parquet"
+        if path.exists():
+            return pd.read_parquet(path).to_numpy()
+    queries = dict(zip(ds.queries.qid.astype(str), ds.queries.text, strict=True))
+    stats = corpus_stats(ds.corpus) if feature_set == "all" else None
+    X = query_features(runs, queries, qids, feature_set, stats)
+    if path is not None:
+        write_parquet(path, X)
+        return X.to_numpy()
+    return X.to_numpy()
+
+
+def adaptive_suite(suite: str, datasets_protocols: list, load, grid, metric: str,
+                   metrics: Sequence[str], *, specs: Sequence[str] = (), out=None,
+                   k: int = N_CANDIDATES, kinds: Sequence[str] = KINDS,
+                   feature_set: str = "portable", rule: str = "nbr",
+                   static_recommended: dict | None = None, progress: bool = True,
+                   log=lambda _m: None) -> AdaptiveResult:
+    """Matrices from the suite sweep (resumed from ``out``, the static suite's folder), features
+    of every collection's tuning and evaluation queries, then :func:`adaptive_result`."""
+    sm = suite_matrices(datasets_protocols, load, grid, metric, metrics, out, progress,
+                        log=log, suite=suite)
+    XT, XE = {}, {}
+    for (ds, p), c in zip(datasets_protocols, sm.colls, strict=True):
+        XT[c.name] = suite_features(ds, load(ds, p.tune_split), c.tune_qids, feature_set,
+                                    p.tune_split)
+        XE[c.name] = (XT[c.name] if p.eval_split == p.tune_split and c.eval_qids == c.tune_qids
+                      else suite_features(ds, load(ds, p.eval_split), c.eval_qids, feature_set,
+                                          p.eval_split))
+    log(f"adaptive {suite}: features of {sum(len(x) for x in XT.values())} tuning and "
+        f"{sum(len(x) for x in XE.values())} evaluation queries; {len(sm.colls)} LOCO folds")
+    n = len(sm.names)
+    default = rrf60_config(n)
+    return adaptive_result(
+        suite, sm.colls, XT, XE, configs=sm.configs, labels=sm.labels, runs=sm.names,
+        specs=specs, metric=metric, rule=rule,
+        distances=np.array([fusion_distance(c, n) for c in sm.cfgs]),
+        neighbours=neighbourhoods(sm.configs) if rule == "nbr" else None, k=k, kinds=kinds,
+        feature_set=feature_set,
+        default={"config": {**default.to_json(), "label": default.label(sm.names)},
+                 "label": "RRF k=60, equal weights"},
+        static_recommended=static_recommended,
+        provenance=provenance(suite=suite, collections=[ds.name for ds, _ in datasets_protocols],
+                              fingerprints={ds.name: ds.fingerprint for ds, _ in datasets_protocols}),
+        assumptions=[f"{c.name}: {c.protocol.describe()}" for c in sm.colls]
+        + [f"features: {feature_set} (rrfbench.qfeatures), each run read to depth "
+           f"{100} results; a system's lists shorter than that give different features"])
+
+
+def preset_adaptive_suite(suite: str, datasets_protocols: list, preset, load, metric: str, *,
+                          k: int = N_CANDIDATES, kinds: Sequence[str] = KINDS,
+                          feature_set: str = "portable", rule: str = "nbr",
+                          static_recommended: dict | None = None, progress: bool = True,
+                          log=lambda _m: None) -> AdaptiveResult:
+    """A per-query policy inside a studied system's own knobs: candidates are settings of its
+    grid, the comparator is its shipped values, the features come from its own streams (named
+    by role). ``load(dataset, split)``: the preset's runs by role."""
+    grid = preset.grid()
+    shipped = preset.defaults()
+    tunable = [kb.name for kb in preset.knobs if not kb.fixed and kb.grid]
+    labels = [", ".join(f"{n}={g[n]}" for n in tunable) for g in grid]
+    configs = [{**g, "label": lab} for g, lab in zip(grid, labels, strict=True)]
+    colls, XT, XE, roles = [], {}, {}, None
+    for ds, p in datasets_protocols:
+        log(f"{preset.name}: {len(grid)} settings on {ds.name} (per query)")
+        rt = load(ds, p.tune_split)
+        roles = roles or list(rt)
+        qt = ds.qrels(p.tune_split)
+        T = preset_matrix(preset, rt, qt, grid + [shipped], [metric], progress,
+                          f"{preset.name} on {ds.name}")[:, 0]
+        same = p.eval_split == p.tune_split
+        re_ = rt if same else load(ds, p.eval_split)
+        qe = ds.qrels(p.eval_split)
+        E = T if same else preset_matrix(preset, re_, qe, grid + [shipped], [metric])[:, 0]
+        colls.append(CollectionData(ds.name, p, T[:-1], E[:-1], T[-1], E[-1], list(qe.qids),
+                                    list(qt.qids)))
+        XT[ds.name] = suite_features(ds, role_runs(rt), list(qt.qids), feature_set, p.tune_split)
+        XE[ds.name] = XT[ds.name] if same else suite_features(ds, role_runs(re_), list(qe.qids),
+                                                              feature_set, p.eval_split)
+    shipped_label = "shipped: " + ", ".join(f"{n}={shipped[n]}" for n in tunable)
+    return adaptive_result(
+        suite, colls, XT, XE, configs=configs, labels=labels, runs=roles, specs=(),
+        metric=metric, rule=rule,
+        distances=np.array([knob_distance(g, shipped, preset.knobs) for g in grid]),
+        neighbours=neighbourhoods(grid) if rule == "nbr" else None, k=k, kinds=kinds,
+        feature_set=feature_set, default={"config": shipped, "label": shipped_label},
+        static_recommended=static_recommended, preset=preset.name,
+        provenance=provenance(suite=suite, collections=[ds.name for ds, _ in datasets_protocols],
+                              fingerprints={ds.name: ds.fingerprint for ds, _ in datasets_protocols}),
+        assumptions=[f"{c.name}: {c.protocol.describe()}" for c in colls]
+        + [f"features: {feature_set} (rrfbench.qfeatures) of the system's streams by role "
+           f"({', '.join(roles or [])}), each read to depth 100"]
+        + [f"fidelity: {line}" for line in preset.fidelity_lines()])

@@ -1,0 +1,267 @@
+"""Per-query fusion policies: which of K candidate configurations fuses a query best.
+
+A policy reads a query's features (:mod:`rrfbench.qfeatures`) and returns a *utility* per
+candidate configuration, how much better than candidate 0 (the static default) it expects that
+candidate to be; the query is fused with the highest-utility candidate when that utility is above
+the threshold ``tau``, else with candidate 0 (the *hedge*: unsure means the static default).
+
+Kinds (scikit-learn, fixed seeds), all trained on the per-query metric of every candidate
+(``Y``, queries x candidates, from the sweep engine):
+
+* ``select``: multinomial logistic regression on the candidate that scored best (ties: the
+  lowest index), each query weighted by how much the choice matters there
+  (``max(Y) - min(Y)``; queries where every candidate scores the same carry no weight).
+  Utilities: logit differences to candidate 0.
+* ``ridge``: ridge regression (alpha by efficient leave-one-out, ``RidgeCV``) of each
+  candidate's gain over candidate 0 (``Y[:, k] - Y[:, 0]``).
+* ``gbm``: gradient-boosted regression trees of the same gains (100 trees, depth 3, rate 0.05,
+  subsample 0.8, 20 queries per leaf at least, ``random_state=0``).
+
+Features are standardised (training mean and standard deviation; 1 where it is 0). A fitted
+policy is plain JSON (:meth:`Policy.to_json`: feature names, scaler, coefficients or trees;
+no pickle) and applies without scikit-learn; ``rrfbench/portable`` holds the same computation
+for one query in dependency-free Python and JavaScript.
+
+:func:`candidates` picks the K configurations on training data only; :func:`fit_hedged` picks
+the kind and ``tau`` by leave-one-collection-out over the training collections.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .errors import InputError, choice
+from .qfeatures import DEPTH, RBO_P
+
+KINDS = ("select", "ridge", "gbm")
+N_CANDIDATES = 3
+POOL_SHARE = 0.25       # candidates come from the best quarter of the grid (training macro)
+NEVER = 1e9             # tau that never leaves candidate 0
+SEED = 0
+GBM = {"n_estimators": 100, "max_depth": 3, "learning_rate": 0.05, "subsample": 0.8,
+       "min_samples_leaf": 20}
+
+
+# --------------------------------------------------------------------------- the policy
+@dataclass
+class Policy:
+    """A fitted policy in portable form (see the module docstring)."""
+
+    kind: str                      # select | ridge | gbm | constant
+    runs: list                     # run names, in the order the candidates' weights follow
+    features: list                 # feature names (rrfbench.qfeatures.feature_names)
+    candidates: list               # configurations (Config.to_json() + "label"); 0: static
+    model: dict                    # {"type": linear | trees | constant, "target", ...}
+    tau: float = 0.0
+    depth: int = DEPTH
+    rbo_p: float = RBO_P
+    feature_set: str = "portable"
+    notes: dict = field(default_factory=dict)   # how it was trained (inner LOCO figures)
+
+    def utilities(self, X) -> np.ndarray:
+        """(queries x candidates) utilities; column 0 is 0."""
+        X = np.asarray(X, dtype=np.float64)
+        m = self.model
+        k = len(self.candidates)
+        if m["type"] == "constant":
+            return np.zeros((len(X), k))
+        Z = (X - np.asarray(m["mean"])) / np.asarray(m["scale"])
+        if m["type"] == "linear":
+            raw = Z @ np.asarray(m["coef"], dtype=np.float64).T + np.asarray(m["intercept"])
+        elif m["type"] == "trees":
+            raw = np.stack([e["init"] + e["rate"] * sum(_tree_predict(t, Z) for t in e["trees"])
+                            for e in m["ensembles"]], axis=1)
+        else:
+            raise InputError(f"policy model type {m['type']!r} is not linear, trees or constant")
+        if m["target"] == "logits":
+            return raw - raw[:, :1]
+        return np.hstack([np.zeros((len(X), 1)), raw])
+
+    def choose(self, X) -> np.ndarray:
+        """Candidate index per query: the best utility if above ``tau``, else 0."""
+        U = self.utilities(X)
+        best = U.argmax(axis=1)                      # first maximum: the lowest index
+        return np.where(U[np.arange(len(U)), best] > self.tau, best, 0)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> Policy:
+        return cls(**d)
+
+    def describe(self) -> str:
+        if self.kind == "constant":
+            return f"always {self.candidates[0]['label']} (no model beat it on training data)"
+        return (f"{self.kind} over {len(self.candidates)} candidates "
+                f"({'; '.join(c['label'] for c in self.candidates)}), tau={self.tau:.4g}, "
+                f"{len(self.features)} {self.feature_set} features")
+
+
+def _tree_predict(t: dict, Z: np.ndarray) -> np.ndarray:
+    """One regression tree on all rows: scikit-learn's rule (float32 inputs, ``<=`` left)."""
+    feat, thr = np.asarray(t["feature"]), np.asarray(t["threshold"], dtype=np.float64)
+    left, right = np.asarray(t["left"]), np.asarray(t["right"])
+    value = np.asarray(t["value"], dtype=np.float64)
+    Z32 = Z.astype(np.float32).astype(np.float64)
+    node = np.zeros(len(Z), dtype=np.int64)
+    rows = np.arange(len(Z))
+    while True:
+        inner = left[node] != -1
+        if not inner.any():
+            return value[node]
+        go_left = Z32[rows, np.where(inner, feat[node], 0)] <= thr[node]
+        node = np.where(inner, np.where(go_left, left[node], right[node]), node)
+
+
+# --------------------------------------------------------------------------- fitting
+def _scaler(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0)
+    return mean, np.where(scale > 0, scale, 1.0)
+
+
+def fit_model(kind: str, X: np.ndarray, Y: np.ndarray) -> dict:
+    """The portable model of ``kind`` trained on features ``X`` and per-query metrics ``Y``."""
+    if kind not in KINDS:
+        raise choice("--policy", kind, KINDS)
+    X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
+    mean, scale = _scaler(X)
+    Z = (X - mean) / scale
+    base = {"mean": mean.tolist(), "scale": scale.tolist()}
+    n_k = Y.shape[1]
+    if kind == "select":
+        from sklearn.linear_model import LogisticRegression
+
+        label = Y.argmax(axis=1)
+        weight = Y.max(axis=1) - Y.min(axis=1)
+        keep = weight > 0
+        classes = np.unique(label[keep])
+        if len(classes) < 2:
+            return {"type": "constant"}
+        clf = LogisticRegression(C=1.0, max_iter=5000)
+        clf.fit(Z[keep], label[keep], sample_weight=weight[keep] / weight[keep].mean())
+        coef = np.zeros((n_k, X.shape[1]))
+        icpt = np.full(n_k, -1e6)                    # a class never seen is never chosen
+        if len(classes) == 2:                        # binary: one row, for classes[1]
+            coef[classes[1]] = clf.coef_[0]
+            icpt[classes[1]] = clf.intercept_[0]
+            icpt[classes[0]] = 0.0
+        else:
+            coef[classes] = clf.coef_
+            icpt[classes] = clf.intercept_
+        return {"type": "linear", "target": "logits", **base, "coef": coef.tolist(),
+                "intercept": icpt.tolist()}
+    G = Y[:, 1:] - Y[:, :1]
+    if kind == "ridge":
+        from sklearn.linear_model import RidgeCV
+
+        reg = RidgeCV(alphas=np.logspace(-1, 4, 11)).fit(Z, G)
+        return {"type": "linear", "target": "gains", **base, "coef": np.atleast_2d(reg.coef_).tolist(),
+                "intercept": np.atleast_1d(reg.intercept_).tolist(), "alpha": float(reg.alpha_)}
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    ensembles = []
+    for j in range(G.shape[1]):
+        est = GradientBoostingRegressor(random_state=SEED, **GBM).fit(Z, G[:, j])
+        trees = []
+        for t in est.estimators_[:, 0]:
+            tr = t.tree_
+            trees.append({"feature": tr.feature.tolist(), "threshold": tr.threshold.tolist(),
+                          "left": tr.children_left.tolist(), "right": tr.children_right.tolist(),
+                          "value": tr.value[:, 0, 0].tolist()})
+        ensembles.append({"init": float(est.init_.constant_[0][0]),
+                          "rate": float(est.learning_rate), "trees": trees})
+    return {"type": "trees", "target": "gains", **base, "ensembles": ensembles}
+
+
+def candidates(T_list: Sequence[np.ndarray], static: int, k: int = N_CANDIDATES,
+               pool_share: float = POOL_SHARE) -> list[int]:
+    """K grid points: ``static`` first, then greedily the point that most raises the per-query
+    oracle over the chosen ones (macro over the training collections), from the best
+    ``pool_share`` of the grid by training macro mean (configurations that are good on average
+    but win on different queries). ``T_list``: per training collection, grid x queries."""
+    means = np.mean([T.mean(axis=1) for T in T_list], axis=0)
+    n_pool = max(k, int(np.ceil(pool_share * len(means))))
+    pool = np.argsort(-means, kind="stable")[:n_pool]
+    chosen = [int(static)]
+    best = [T[static].copy() for T in T_list]
+    for _ in range(k - 1):
+        gain = np.mean([np.maximum(T[pool], b).mean(axis=1) for T, b in zip(T_list, best,
+                                                                            strict=True)], axis=0)
+        gain[np.isin(pool, chosen)] = -np.inf
+        g = int(pool[int(np.argmax(gain))])
+        if not np.isfinite(gain.max()):
+            break
+        chosen.append(g)
+        best = [np.maximum(T[g], b) for T, b in zip(T_list, best, strict=True)]
+    return chosen
+
+
+def gain_of(choice_idx: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Per query, the metric of the chosen candidate minus candidate 0's."""
+    return Y[np.arange(len(Y)), choice_idx] - Y[:, 0]
+
+
+def best_tau(U: np.ndarray, Y: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
+    """The threshold maximising the macro (over ``groups``) mean gain of the hedged choice on
+    held-out utilities ``U``; ties: the larger threshold (fewer switches). Returns (tau, gain);
+    ``NEVER`` with gain 0 when no threshold gains."""
+    top = U.max(axis=1)
+    grid = np.unique(np.quantile(top, np.linspace(0, 1, 41)))
+    best = (NEVER, 0.0)
+    names = np.unique(groups)
+    for tau in grid[::-1]:
+        ch = np.where(top > tau, U.argmax(axis=1), 0)
+        g = gain_of(ch, Y)
+        macro = float(np.mean([g[groups == n].mean() for n in names]))
+        if macro > best[1] + 1e-12:
+            best = (float(tau), macro)
+    return best
+
+
+def inner_utilities(kind: str, X: np.ndarray, Y: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Utilities of each training query from a ``kind`` model fitted without its collection."""
+    U = np.zeros_like(Y)
+    for n in np.unique(groups):
+        held = groups == n
+        U[held] = _utilities(fit_model(kind, X[~held], Y[~held]), X[held], Y.shape[1])
+    return U
+
+
+def fit_kind(kind: str, X: np.ndarray, Y: np.ndarray, groups: np.ndarray) -> tuple[dict, float, float]:
+    """One kind fitted on all training queries, its threshold chosen by leave-one-collection-out
+    over the training collections: (model, tau, held-out macro gain at tau)."""
+    if len(np.unique(groups)) < 2:
+        raise InputError("a policy's threshold needs at least two training collections")
+    tau, gain = best_tau(inner_utilities(kind, X, Y, groups), Y, groups)
+    return fit_model(kind, X, Y), tau, gain
+
+
+def fit_hedged(X: np.ndarray, Y: np.ndarray, groups: np.ndarray, kinds: Sequence[str] = KINDS
+               ) -> tuple[str, dict, float, dict]:
+    """The kind and threshold with the best held-out gain, leave-one-collection-out over the
+    training collections (``groups``), refitted on all of them: (kind, model, tau, notes).
+    ``kind`` is ``constant`` (always candidate 0) when no kind gains on held-out collections.
+    ``notes[kind]`` holds each kind's held-out gain and threshold, ``notes["fitted"][kind]``
+    its (model, tau)."""
+    notes, fitted = {}, {}
+    best_kind, best_gain = "constant", 0.0
+    for kind in kinds:
+        model, tau, gain = fit_kind(kind, X, Y, groups)
+        fitted[kind] = (model, tau)
+        notes[kind] = {"inner_loco_gain": gain, "tau": tau}
+        if gain > best_gain + 1e-12:
+            best_kind, best_gain = kind, gain
+    notes["fitted"] = fitted
+    if best_kind == "constant":
+        return "constant", {"type": "constant"}, NEVER, notes
+    model, tau = fitted[best_kind]
+    return best_kind, model, tau, notes
+
+
+def _utilities(model: dict, X: np.ndarray, n_k: int) -> np.ndarray:
+    return Policy("fitting", [], [], [{}] * n_k, model).utilities(X)

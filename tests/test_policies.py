@@ -1,0 +1,97 @@
+"""Per-query policies: each kind learns a clear rule, its portable form is scikit-learn's model,
+candidates and the hedge behave as documented."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rrfbench.policies import NEVER, Policy, best_tau, candidates, fit_hedged, fit_model
+
+
+def _queries(rng, n, signal=True):
+    """Features x (n x 3) and metrics Y (n x 2): candidate 1 wins when x0 > 0 (if ``signal``)."""
+    X = rng.normal(size=(n, 3))
+    base = rng.uniform(0.3, 0.7, size=n)
+    if signal:
+        gain = np.where(X[:, 0] > 0, 0.2, -0.2)
+    else:
+        gain = rng.normal(0, 0.2, size=n)
+    return X, np.stack([base, np.clip(base + gain, 0, 1)], axis=1)
+
+
+@pytest.mark.parametrize("kind", ["select", "ridge", "gbm"])
+def test_each_kind_learns_a_clear_rule(kind):
+    rng = np.random.default_rng(0)
+    X, Y = _queries(rng, 400)
+    pol = Policy(kind, ["a"], ["f0", "f1", "f2"], [{"label": "c0"}, {"label": "c1"}],
+                 fit_model(kind, X, Y))
+    Xt, Yt = _queries(rng, 400)
+    acc = np.mean(pol.choose(Xt) == Yt.argmax(axis=1))
+    assert acc > 0.9, acc
+    # the portable form is the model: a JSON round trip changes nothing
+    again = Policy.from_json(json.loads(json.dumps(pol.to_json())))
+    np.testing.assert_array_equal(again.utilities(Xt), pol.utilities(Xt))
+
+
+def test_exported_trees_are_scikit_learns_trees():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from rrfbench.policies import GBM, SEED
+
+    rng = np.random.default_rng(1)
+    X, Y = _queries(rng, 300)
+    model = fit_model("gbm", X, Y)
+    mean, scale = np.asarray(model["mean"]), np.asarray(model["scale"])
+    Z = (X - mean) / scale
+    ref = GradientBoostingRegressor(random_state=SEED, **GBM).fit(Z, Y[:, 1] - Y[:, 0])
+    pol = Policy("gbm", [], ["a", "b", "c"], [{}, {}], model)
+    np.testing.assert_allclose(pol.utilities(X)[:, 1], ref.predict(Z), rtol=0, atol=1e-12)
+
+
+def test_logistic_policy_is_scikit_learns_argmax():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    Y = np.zeros((300, 3))
+    Y[np.arange(300), (X[:, 0] > 0.5).astype(int) + (X[:, 1] > 0.5)] = 1.0
+    model = fit_model("select", X, Y)
+    Z = (X - np.asarray(model["mean"])) / np.asarray(model["scale"])
+    ref = LogisticRegression(C=1.0, max_iter=5000).fit(Z, Y.argmax(axis=1))
+    pol = Policy("select", [], ["a", "b", "c"], [{}, {}, {}], model, tau=-np.inf)
+    np.testing.assert_array_equal(pol.choose(X), ref.predict(Z))
+
+
+def test_candidates_start_with_the_static_default_and_add_what_the_oracle_needs():
+    # grid point 0 is good everywhere, 1 wins the first half of the queries, 2 the second
+    T = np.array([[0.5] * 10, [0.9] * 5 + [0.1] * 5, [0.1] * 5 + [0.9] * 5, [0.49] * 10])
+    got = candidates([T, T], static=0, k=3, pool_share=1.0)
+    assert got[0] == 0 and set(got[1:]) == {1, 2}
+    assert candidates([T], static=3, k=2, pool_share=1.0)[0] == 3
+
+
+def test_the_hedge_stays_on_the_static_default_when_nothing_is_learnable():
+    rng = np.random.default_rng(3)
+    parts = [_queries(rng, 80, signal=False) for _ in range(4)]
+    X = np.vstack([p[0] for p in parts])
+    Y = np.vstack([p[1] for p in parts])
+    groups = np.repeat(np.arange(4), 80)
+    kind, model, tau, notes = fit_hedged(X, Y, groups, ["ridge"])
+    assert kind == "constant" and tau == NEVER, notes
+    # ... and switches when the rule is real
+    parts = [_queries(rng, 80) for _ in range(4)]
+    X, Y = np.vstack([p[0] for p in parts]), np.vstack([p[1] for p in parts])
+    kind, model, tau, notes = fit_hedged(X, Y, groups, ["ridge", "gbm"])
+    assert kind in ("ridge", "gbm") and notes[kind]["inner_loco_gain"] > 0.1
+
+
+def test_best_tau_prefers_the_larger_threshold_on_ties_and_never_when_no_gain():
+    U = np.array([[0, 0.5], [0, 0.1], [0, 0.3]])
+    Y = np.array([[0.5, 0.9], [0.5, 0.1], [0.5, 0.5]])
+    tau, gain = best_tau(U, Y, np.zeros(3))
+    assert 0.1 <= tau < 0.5 and gain == pytest.approx(0.4 / 3)
+    tau, gain = best_tau(U, Y[:, ::-1] * [1, 0], np.zeros(3))  # switching only loses
+    assert tau == NEVER and gain == 0.0
