@@ -127,8 +127,17 @@ def plain(obj):
     return obj
 
 
+class StaticResult:
+    """What every result with one configuration (no per-query policy) shares."""
+
+    def policy_for(self, which: str = "config"):
+        """A static result holds no per-query policy: ``None``."""
+        check_which(which)
+        return None
+
+
 @dataclass(frozen=True)
-class SweepResult:
+class SweepResult(StaticResult):
     """A fusion sweep on one dataset, tuned honestly (see :mod:`rrfbench.tuning`)."""
 
     dataset: str
@@ -173,11 +182,6 @@ class SweepResult:
         """The chosen configuration as a :class:`rrfbench.engine.Config`."""
         return Config.from_json(self.config_for(which))
 
-    def policy_for(self, which: str = "config"):
-        """A static result holds no per-query policy: ``None``."""
-        check_which(which)
-        return None
-
     def validated_on(self) -> str | None:
         """Why a default for unseen data needs more than this result (``None``: a suite)."""
         return self.dataset
@@ -217,7 +221,7 @@ class SweepResult:
 
 
 @dataclass(frozen=True)
-class PresetResult:
+class PresetResult(StaticResult):
     """A studied system on one dataset: as shipped vs tuned within its own knobs."""
 
     preset: str
@@ -252,11 +256,6 @@ class PresetResult:
     def label_for(self, which: str = "config") -> str:
         check_which(which)
         return f"{self.preset} tuned"
-
-    def policy_for(self, which: str = "config"):
-        """A static result holds no per-query policy: ``None``."""
-        check_which(which)
-        return None
 
     def validated_on(self) -> str | None:
         return self.dataset
@@ -306,7 +305,7 @@ class PresetResult:
 
 
 @dataclass(frozen=True)
-class TransferResult:
+class TransferResult(StaticResult):
     """A suite result: LOCO table, verdict, the selected and the recommended configuration."""
 
     suite: str
@@ -361,11 +360,6 @@ class TransferResult:
 
     def config_obj(self, which: str = "config"):
         return Config.from_json(self.config_for(which))
-
-    def policy_for(self, which: str = "config"):
-        """A static result holds no per-query policy: ``None``."""
-        check_which(which)
-        return None
 
     def validated_on(self) -> str | None:
         return None  # validated leave-one-collection-out across the suite
