@@ -930,6 +930,12 @@ def explain_query(dataset, qid: str, config, split: str = "test", top: int = 10,
                   which: str = "config", log: Callable[[str], None] = _quiet):
     """One query under a saved configuration (fusion sweep, suite or preset result): per run
     its rank, score and contribution; returns ``(title, DataFrame)``."""
+    return _explained(dataset, qid, config, split, top, which, log)[:2]
+
+
+def _explained(dataset, qid, config, split, top, which, log):
+    """(title, table, policy details or ``None``) of :func:`explain_query`; the details are
+    (dataset, one-query runs, result, policy, features, utilities), computed once."""
     if top < 1:
         raise InputError(f"--top: {top} must be >= 1")
     if config is None:
@@ -937,6 +943,7 @@ def explain_query(dataset, qid: str, config, split: str = "test", top: int = 10,
     r = load_result(config)
     ds = as_dataset(dataset)
     qrels = ds.qrels(split)
+    details = None
     if r.preset:
         p = get_preset(r.preset)
         params = r.config_for(which)
@@ -947,13 +954,16 @@ def explain_query(dataset, qid: str, config, split: str = "test", top: int = 10,
         cfg = r.config_obj(which)
         policy = r.policy_for(which)
         if policy is not None:
-            cfg, label = _policy_choice(ds, runs, policy, str(qid))[:2]
-            cfg = engine.Config.from_json(cfg)
+            chosen, label, feats, utils = _policy_choice(ds, runs, policy, str(qid))
+            cfg = engine.Config.from_json(chosen)
+            one = [Run(x.df[x.df.qid.astype(str) == str(qid)], x.name, meta=x.meta) for x in runs]
+            details = (ds, one, r, policy, feats, utils)
         else:
             label = cfg.label([x.name for x in runs])
         table = explain(runs, cfg, qid, qrels, top).head(top)
     text = ds.queries.set_index("qid").text.get(str(qid), "?")
-    return f"{ds.name}/{split} query {qid} ({text[:80]}): {label}", table.reset_index(drop=True)
+    title = f"{ds.name}/{split} query {qid} ({text[:80]}): {label}"
+    return title, table.reset_index(drop=True), details
 
 
 def _policy_choice(ds, runs, policy, qid: str):
@@ -981,15 +991,10 @@ def explain_view(dataset, qid: str, config, split: str = "test", top: int = 10,
                  which: str = "config", log: Callable[[str], None] = _quiet) -> list:
     """``rrfbench explain``: :func:`explain_query`'s table and, for a per-query policy, the
     query's features, each candidate's utility and what the static default would have done."""
-    title, table = explain_query(dataset, qid, config, split, top, which, log)
-    r = load_result(config)
-    policy = r.policy_for(which)
-    if policy is None:
+    title, table, details = _explained(dataset, qid, config, split, top, which, log)
+    if details is None:
         return [(title, table)]
-    ds = as_dataset(dataset)
-    runs = load_runs(ds, specs_of(r), split, log=log)
-    _, _, feats, utils = _policy_choice(ds, runs, policy, str(qid))
-    one = [Run(x.df[x.df.qid.astype(str) == str(qid)], x.name, meta=x.meta) for x in runs]
+    ds, one, r, policy, feats, utils = details
     qrels = ds.qrels(split)
     j = int(utils.chosen.eq("yes").to_numpy().argmax())
     scores = {}
