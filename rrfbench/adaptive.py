@@ -7,8 +7,10 @@ tuning splits only:
 2. **candidates** (:func:`rrfbench.policies.candidates`): the static default and K-1 grid points
    that most raise the per-query oracle over the training queries;
 3. a **policy** (:mod:`rrfbench.policies`) learns from the training queries' features
-   (:mod:`rrfbench.qfeatures`, no qrels) which candidate to fuse each query with; its kind
-   (select / ridge / gbm) and its hedge threshold are chosen by an inner leave-one-collection-out
+   (:mod:`rrfbench.qfeatures`, no qrels) which candidate to fuse each query with (select /
+   ridge / gbm), or regresses the weight vector and snaps it to the static default's weight
+   family (wridge / wgbm: :func:`rrfbench.policies.weight_family`); its kind and its hedge
+   threshold are chosen by an inner leave-one-collection-out
    over the training collections, and when no kind gains there the policy is the static default.
 
 Then C's evaluation queries are fused each with its chosen candidate and scored. C's qrels, and
@@ -32,15 +34,25 @@ import pandas as pd
 from . import qfeatures
 from .engine import Config
 from .errors import InputError
-from .policies import KINDS, N_CANDIDATES, Policy, candidates, fit_hedged
-from .qfeatures import corpus_stats, feature_names, query_features
+from .policies import (
+    KINDS,
+    N_CANDIDATES,
+    WEIGHT_KINDS,
+    Policy,
+    candidates,
+    fit_hedged,
+    weight_family,
+)
+from .qfeatures import corpus_stats, feature_names, query_features, select_features
 from .results import TESTS, AdaptiveResult
 from .runs import Run, content_digest, run_frame
 from .stats import bootstrap_ci, hierarchical_bootstrap, macro_randomisation_test, permutation_test
 from .store import provenance, results_dir, write_parquet
 from .transfer import (
+    STABILITY_RESAMPLES,
     VERDICTS,
     CollectionData,
+    _stable_verdict,
     collection_outcomes,
     fusion_distance,
     knob_distance,
@@ -48,6 +60,7 @@ from .transfer import (
     select,
     suite_matrices,
     verdict_code,
+    verdict_stability,
 )
 from .tuning import preset_matrix, rrf60_config
 
@@ -55,14 +68,20 @@ IMPORTANCE_SEED = 0
 
 
 def _fit(train: Sequence[CollectionData], XT: Mapping[str, np.ndarray], static: int,
-         k: int, kinds: Sequence[str]) -> tuple[list[int], str, dict, float, dict]:
-    """Candidates and the hedged policy from ``train`` collections' tuning queries."""
+         k: int, kinds: Sequence[str], configs: Sequence[dict]
+         ) -> tuple[dict, str, dict, float, dict]:
+    """Candidates and the hedged policy from ``train`` collections' tuning queries:
+    ({"select"|...: candidate indices}, kind, model, tau, notes). The K candidates serve
+    select/ridge/gbm, the static default's weight family the weight kinds."""
     cands = candidates([c.T for c in train], static, k)
+    fam, points = weight_family(configs, static)
     X = np.vstack([XT[c.name] for c in train])
     Y = np.hstack([c.T[cands] for c in train]).T
+    YW = np.hstack([c.T[fam] for c in train]).T
     groups = np.concatenate([np.full(c.T.shape[1], i) for i, c in enumerate(train)])
-    kind, model, tau, notes = fit_hedged(X, Y, groups, kinds)
-    return cands, kind, model, tau, notes
+    kind, model, tau, notes = fit_hedged(X, Y, groups, kinds, YW=YW, points=points)
+    sets = {kd: (fam if kd in WEIGHT_KINDS else cands) for kd in (*kinds, "constant")}
+    return sets, kind, model, tau, notes
 
 
 def _policy(kind, model, tau, cands, configs, runs, features, feature_set, notes=None) -> Policy:
@@ -94,14 +113,17 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
                     feature_set: str = "portable", features: Sequence[str] | None = None,
                     default: dict | None = None,
                     static_recommended: dict | None = None, provenance: dict | None = None,
-                    assumptions: Sequence[str] = (), preset: str | None = None) -> AdaptiveResult:
+                    assumptions: Sequence[str] = (), preset: str | None = None,
+                    stability_resamples: int = STABILITY_RESAMPLES) -> AdaptiveResult:
     """The LOCO table, verdict, headroom and the policy trained on all collections.
 
     ``XT[name]`` / ``XE[name]``: feature matrices of a collection's tuning / evaluation queries,
     rows in ``c.tune_qids`` / ``c.eval_qids`` order. ``default``: the RRF k=60 configuration
     (``c.default_E``); ``features``: the column names (default: :func:`feature_names` of
     ``runs`` and ``feature_set``); ``static_recommended``: what the static suite result recommends (the
-    fallback when the policy's evidence is not there)."""
+    fallback when the policy's evidence is not there). ``stability_resamples``: replicates of
+    :func:`rrfbench.transfer.verdict_stability` (0: none); a verdict below 80% stability is
+    weakened or becomes *unstable* (:func:`rrfbench.transfer._stable_verdict`)."""
     if len(colls) < 3:
         raise InputError("adaptive fusion needs at least three collections (a policy's threshold "
                          "is chosen leave-one-collection-out inside each training fold)")
@@ -109,31 +131,35 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
     for name, X in (*XT.items(), *XE.items()):
         if np.shape(X)[1] != len(features):
             raise InputError(f"{name}: {np.shape(X)[1]} feature columns, expected {len(features)}")
-    rows, deltas, deltas_rrf, imps = [], [], [], []
+    rows, deltas, deltas_rrf, imps, moved = [], [], [], [], []
     per_kind = {kd: [] for kd in kinds}
     for i, c in enumerate(colls):
         train = [o for j, o in enumerate(colls) if j != i]
         static = select(train, "macro", rule, distances, neighbours)
-        cands, kind, model, tau, notes = _fit(train, XT, static, k, kinds)
-        pol = _policy(kind, model, tau, cands, configs, runs, features, feature_set)
+        sets, kind, model, tau, notes = _fit(train, XT, static, k, kinds, configs)
+        used = sets[kind]
+        cands = sets["constant"]
+        pol = _policy(kind, model, tau, used, configs, runs, features, feature_set)
         ch = pol.choose(XE[c.name])
         q = np.arange(len(ch))
-        Ec = c.E[cands]
+        Ec = c.E[used]
         ada, stat = Ec[ch, q], c.E[static]
         d, d_rrf = ada - stat, ada - c.default_E
         deltas.append(d)
         deltas_rrf.append(d_rrf)
+        moved.append(np.asarray(used)[ch] != static)
         for kd in kinds:
             m_k, tau_k = notes["fitted"][kd]
-            ch_k = _policy(kd, m_k, tau_k, cands, configs, runs, features, feature_set).choose(XE[c.name])
-            per_kind[kd].append(Ec[ch_k, q] - stat)
-        oracle_k, oracle_g = Ec.max(axis=0), c.E.max(axis=0)
+            ch_k = _policy(kd, m_k, tau_k, sets[kd], configs, runs, features,
+                           feature_set).choose(XE[c.name])
+            per_kind[kd].append(c.E[sets[kd]][ch_k, q] - stat)
+        oracle_k, oracle_g = c.E[cands].max(axis=0), c.E.max(axis=0)
         head = float((oracle_k - stat).mean())
         imps.append(_importances(pol, XE[c.name], Ec, IMPORTANCE_SEED + i))
         rows.append({
             "collection": c.name, "n_queries": int(len(ch)), "policy": kind,
-            "tau": float(tau), "candidates": [labels[j] for j in cands],
-            "chosen_share": [float(np.mean(ch == j)) for j in range(len(cands))],
+            "tau": float(tau), "candidates": [labels[j] for j in used],
+            "chosen_share": [float(np.mean(ch == j)) for j in range(len(used))],
             "switched": float(np.mean(ch != 0)),
             "adaptive": {"value": float(ada.mean()), "ci95": list(bootstrap_ci(ada))},
             "static": {"label": labels[static], "value": float(stat.mean()),
@@ -159,7 +185,6 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
     hb = hierarchical_bootstrap(deltas)
     losses = [r["collection"] for r in rows if r["static"]["outcome"] == "loss"]
     code = int(verdict_code(gain, p_q, hb["p_value"], bool(losses)))
-    verdict = VERDICTS[code]
     why = (f"LOCO macro gain {gain:+.4f} over the static default (selected on the same training "
            f"collections); p={p_q:.4f} over queries, hierarchical bootstrap p={hb['p_value']:.4f}"
            f" (95% CI {hb['ci95'][0]:+.4f} to {hb['ci95'][1]:+.4f}); "
@@ -167,6 +192,9 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
               f"no collection loses significantly (Holm over {len(rows)} tests)"))
     if code == 2:
         why += ": keep the static default"
+    stab = (verdict_stability(deltas, code, moved=moved, n_resamples=stability_resamples)
+            if stability_resamples > 0 else {})
+    verdict, why = _stable_verdict(code, why, stab) if stab else (VERDICTS[code], why)
     mean = lambda key, sub: float(np.mean([r[key][sub] for r in rows]))  # noqa: E731
     static_macro = mean("static", "value")
     head_k = mean("oracle", "candidates") - static_macro
@@ -191,9 +219,9 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
                    for kd, v in per_kind.items()}
     # the policy to use: the same procedure on every collection
     static_all = select(colls, "macro", rule, distances, neighbours)
-    cands, kind, model, tau, notes = _fit(colls, XT, static_all, k, kinds)
+    sets, kind, model, tau, notes = _fit(colls, XT, static_all, k, kinds, configs)
     notes.pop("fitted")
-    policy = _policy(kind, model, tau, cands, configs, runs, features, feature_set, notes)
+    policy = _policy(kind, model, tau, sets[kind], configs, runs, features, feature_set, notes)
     imp = np.mean(imps, axis=0)
     importances = dict(sorted(zip(features, imp.tolist(), strict=True), key=lambda kv: -kv[1]))
     transfers = verdict in VERDICTS[:2]
@@ -209,6 +237,9 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
                                "resamples, seed 0; two-sided",
         "multiplicity": "Holm's step-down over the per-collection sign-flip tests, family-wise "
                         "alpha 0.05",
+        **({"stability": f"{stab['B']} query bootstraps and {stab['B']} CPU-size noise "
+                         f"perturbations of each collection's evaluation comparison, the "
+                         f"choices held fixed; {stab['rule']}"} if stab else {}),
         "importance": "permutation importance on each LOCO fold's held-out collection (one "
                       "shuffle per feature, seed = fold index), averaged over folds",
     }
@@ -219,6 +250,7 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
                                                      "label": labels[static_all]},
         default=dict(default or {}), recommended=recommended, verdict=verdict,
         verdict_reason=why, loco=tuple(rows), summary=summary, kinds_table=kinds_table,
+        stability=stab,
         importances=importances, protocols={c.name: c.protocol.to_json() for c in colls},
         assumptions=tuple(assumptions), tests=tests, provenance=dict(provenance or {}),
         preset=preset)
@@ -237,7 +269,8 @@ def apply_policy(policy: Policy, runs: Sequence[Run], queries: Mapping[str, str]
         raise InputError(f"the policy fuses runs {policy.runs}, got {names}")
     if qids is None:
         qids = sorted(set().union(*(set(r.df.qid.astype(str)) for r in runs)))
-    X = query_features(runs, queries, qids, policy.feature_set, stats, policy.depth, policy.rbo_p)
+    X = select_features(query_features(runs, queries, qids, policy.feature_set, stats,
+                                       policy.depth, policy.rbo_p), policy.features)
     ch = policy.choose(X.to_numpy())
     fuse = fuse or (lambda cand: Config.from_json(cand).fuse(list(runs)))
     frames = []
@@ -266,7 +299,7 @@ def knob_params(candidate: dict) -> dict:
 
 # --------------------------------------------------------------------------- a suite
 def suite_features(ds, runs: Sequence[Run], qids: Sequence[str], feature_set: str,
-                   split: str | None = None) -> np.ndarray:
+                   split: str | None = None) -> pd.DataFrame:
     """The feature matrix of ``qids`` (rows in that order) of dataset ``ds``; with ``split``,
     cached beside the runs (``results/runs/<dataset>/<split>/features/<key>.parquet``), keyed
     on the runs' content digests, the queries, the feature set and qfeatures' source."""
@@ -278,14 +311,25 @@ def suite_features(ds, runs: Sequence[Run], qids: Sequence[str], feature_set: st
         h.update(f"{feature_set}|{ds.fingerprint}|".encode() + "\0".join(map(str, qids)).encode())
         path = results_dir() / "runs" / ds.name / split / "features" / f"{h.hexdigest()[:16]}.parquet"
         if path.exists():
-            return pd.read_parquet(path).to_numpy()
+            return pd.read_parquet(path)
     queries = dict(zip(ds.queries.qid.astype(str), ds.queries.text, strict=True))
     stats = corpus_stats(ds.corpus) if feature_set == "all" else None
     X = query_features(runs, queries, qids, feature_set, stats)
     if path is not None:
         write_parquet(path, X)
-        return X.to_numpy()
-    return X.to_numpy()
+    return X
+
+
+def _as_matrices(XT: Mapping[str, pd.DataFrame], XE: Mapping[str, pd.DataFrame]
+                 ) -> tuple[dict, dict, list[str]]:
+    """The feature frames as matrices and their shared column names (every collection must
+    give the same features: e.g. a BM25 bound needs every collection's BM25 manifest)."""
+    names = list(next(iter(XT.values())).columns)
+    for name, X in (*XT.items(), *XE.items()):
+        if list(X.columns) != names:
+            raise InputError(f"{name}: features {list(X.columns)} differ from {names}")
+    return ({k: v.to_numpy() for k, v in XT.items()}, {k: v.to_numpy() for k, v in XE.items()},
+            names)
 
 
 def adaptive_suite(suite: str, datasets_protocols: list, load, grid, metric: str,
@@ -309,9 +353,10 @@ def adaptive_suite(suite: str, datasets_protocols: list, load, grid, metric: str
         f"{sum(len(x) for x in XE.values())} evaluation queries; {len(sm.colls)} LOCO folds")
     n = len(sm.names)
     default = rrf60_config(n)
+    XT, XE, names = _as_matrices(XT, XE)
     return adaptive_result(
         suite, sm.colls, XT, XE, configs=sm.configs, labels=sm.labels, runs=sm.names,
-        specs=specs, metric=metric, rule=rule,
+        specs=specs, metric=metric, rule=rule, features=names,
         distances=np.array([fusion_distance(c, n) for c in sm.cfgs]),
         neighbours=neighbourhoods(sm.configs) if rule == "nbr" else None, k=k, kinds=kinds,
         feature_set=feature_set,
@@ -356,9 +401,10 @@ def preset_adaptive_suite(suite: str, datasets_protocols: list, preset, load, me
         XE[ds.name] = XT[ds.name] if same else suite_features(ds, role_runs(re_), list(qe.qids),
                                                               feature_set, p.eval_split)
     shipped_label = "shipped: " + ", ".join(f"{n}={shipped[n]}" for n in tunable)
+    XT, XE, names = _as_matrices(XT, XE)
     return adaptive_result(
         suite, colls, XT, XE, configs=configs, labels=labels, runs=roles, specs=(),
-        metric=metric, rule=rule,
+        metric=metric, rule=rule, features=names,
         distances=np.array([knob_distance(g, shipped, preset.knobs) for g in grid]),
         neighbours=neighbourhoods(grid) if rule == "nbr" else None, k=k, kinds=kinds,
         feature_set=feature_set, default={"config": shipped, "label": shipped_label},

@@ -25,13 +25,21 @@ From the query text, the runs (and optionally the corpus) alone, vectorised over
 ``q.idf_mean/max/min``      (corpus features) IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` of the
                             query's tokens found in the corpus (0 when none is)
 ``q.oov``                   (corpus feature) share of the query's tokens not in the corpus
+``{r}.top1_bound``          (corpus feature, BM25 runs only) ``s_1 / U`` (0 when ``U = 0``): the
+                            top score over its theoretical bound, ``U = sum_t idf(t) * sup_tf
+                            tfc`` over the query's tokens as the run's BM25 tokenises them
+                            (:meth:`rrfbench.retrievers.bm25.BM25Retriever.score_bounds`; the
+                            idf of the run's method over the corpus, ``sup tfc`` 1 for Lucene's
+                            BM25). In [0, 1]; a run is BM25 when its manifest says so (retriever
+                            ``bm25``/``bm25-jieba`` with its params)
 ==========================  =====================================================================
 
 Pairs ``a~b`` follow run order (``a`` before ``b``). The *portable* features (query length,
 per run, per pair) need only the query and the result lists, so a production system can compute
 them at query time: ``rrfbench/portable/adaptive_policy.py`` and ``.js`` compute the same numbers
 one query at a time (tested to 1e-9). The corpus features need document frequencies, which a
-system would have to ship; policies use them only when asked (``features="all"``).
+system would have to ship; policies use them only when asked (``features="all"``). Dense
+runs need no bound feature: their top-1 is a cosine, already on its theoretical [-1, 1] scale.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .retrievers.bm25 import BM25Retriever
 from .runs import Run
 
 DEPTH = 100
@@ -57,8 +66,10 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(str(text).lower())
 
 
-def feature_names(runs: Sequence[str], features: str = "portable") -> list[str]:
-    """The feature columns for runs named ``runs`` (in run order)."""
+def feature_names(runs: Sequence[str], features: str = "portable",
+                  bounded: Sequence[str] = ()) -> list[str]:
+    """The feature columns for runs named ``runs`` (in run order); ``bounded``: the BM25 runs
+    among them (:func:`bm25_runs`), which get ``top1_bound`` with ``features="all"``."""
     if features not in FEATURE_SETS:
         raise InputError(f"--features: {features!r} is not one of {', '.join(FEATURE_SETS)}")
     out = ["q.len"]
@@ -70,7 +81,31 @@ def feature_names(runs: Sequence[str], features: str = "portable") -> list[str]:
     out += [f"{a}.top1_in.{b}" for a in runs for b in runs if a != b]
     if features == "all":
         out += ["q.idf_mean", "q.idf_max", "q.idf_min", "q.oov"]
+        out += [f"{r}.top1_bound" for r in runs if r in set(bounded)]
     return out
+
+
+def bm25_params(run: Run) -> dict | None:
+    """The BM25 parameters of a bm25s run (from its manifest), else ``None``."""
+    meta = run.meta or {}
+    params = meta.get("params") or {}
+    if str(meta.get("retriever", "")) in ("bm25", "bm25-jieba") and {"k1", "b", "method"} <= set(params):
+        return params
+    return None
+
+
+def bm25_runs(runs: Sequence[Run]) -> list[str]:
+    """The names of the runs that are bm25s BM25 runs (see :func:`bm25_params`)."""
+    return [r.name for r in runs if bm25_params(r) is not None]
+
+
+def select_features(X: pd.DataFrame, names: Sequence[str], where: str = "the policy") -> pd.DataFrame:
+    """``X``'s columns ``names``, in that order; a clear error when the runs lack one."""
+    missing = [n for n in names if n not in X.columns]
+    if missing:
+        raise InputError(f"{where} reads features {', '.join(missing)}, which these runs do not "
+                         "give (a top1_bound feature needs the BM25 run's manifest)")
+    return X[list(names)]
 
 
 def rbo_suffixes(depth: int = DEPTH, p: float = RBO_P) -> np.ndarray:
@@ -141,10 +176,27 @@ def _top1_in(a: pd.DataFrame, b: pd.DataFrame, qids: pd.Index) -> np.ndarray:
 
 
 def corpus_stats(corpus: pd.DataFrame) -> dict:
-    """``{"N": documents, "df": {token: document frequency}}`` over title and text."""
-    text = (corpus.title.fillna("").astype(str) + " " + corpus.text.fillna("").astype(str)).str.lower()
-    df = text.str.findall(_TOKEN).map(set).explode().value_counts()
-    return {"N": int(len(corpus)), "df": df.to_dict()}
+    """``{"N": documents, "df": {token: document frequency}}`` over title and text, plus the
+    documents' texts as the retrievers index them (``title + " " + text``) for the BM25 bounds
+    (their idf tables are computed when first needed, kept under ``"bm25"``)."""
+    raw = (corpus.title.fillna("").astype(str) + " " + corpus.text.fillna("").astype(str))
+    df = raw.str.lower().str.findall(_TOKEN).map(set).explode().value_counts()
+    return {"N": int(len(corpus)), "df": df.to_dict(), "texts": raw.str.strip().tolist(),
+            "bm25": {}}
+
+
+def _bound_feature(params: dict, texts: pd.Series, top1: np.ndarray, stats: dict) -> np.ndarray:
+    """``top1 / U`` per query (:meth:`BM25Retriever.score_bounds`), 0 where ``U = 0``."""
+    if "texts" not in stats:
+        raise InputError("query features: the BM25 bound needs corpus_stats(corpus) of this version")
+    key = repr(sorted(params.items()))
+    cache = stats.setdefault("bm25", {})
+    ret = BM25Retriever.from_params(params)
+    if key not in cache:
+        cache[key] = ret.idf_table(stats["texts"])
+    bound = ret.score_bounds(cache[key], list(texts))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(bound > 0, top1 / bound, 0.0)
 
 
 def _corpus_features(texts: pd.Series, stats: Mapping) -> pd.DataFrame:
@@ -172,7 +224,8 @@ def query_features(runs: Sequence[Run], queries: Mapping[str, str], qids: Sequen
     per :func:`feature_names`. ``queries``: qid -> text; ``stats``: :func:`corpus_stats` (needed
     for ``features="all"``)."""
     names = [r.name for r in runs]
-    cols = feature_names(names, features)
+    bounded = bm25_runs(runs) if features == "all" else []
+    cols = feature_names(names, features, bounded)
     qids = pd.Index([str(q) for q in (qids if qids is not None else queries)], name="qid")
     missing = [q for q in qids if q not in queries]
     if missing:
@@ -198,4 +251,8 @@ def query_features(runs: Sequence[Run], queries: Mapping[str, str], qids: Sequen
             raise InputError("query features: the corpus features need corpus_stats(corpus)")
         for col, v in _corpus_features(texts, stats).items():
             out[col] = v.to_numpy()
+        for r in runs:
+            if r.name in bounded:
+                out[f"{r.name}.top1_bound"] = _bound_feature(bm25_params(r), texts,
+                                                             out[f"{r.name}.top1"], stats)
     return pd.DataFrame(out, index=qids)[cols]

@@ -300,12 +300,16 @@ def adaptive_section(r, plots_made: dict[str, str]) -> str:
              f"collection, on the other collections' tuning splits only: the static default "
              f"(rule `{r.rule}`), {r.n_candidates} candidate configurations (the static default "
              "and the grid points that most raise the per-query oracle on the training "
-             f"queries), and a policy (kinds tried: {', '.join(r.kinds)}; kind and hedge "
+             f"queries; the weight kinds use the static default's weight family instead), and a "
+             f"policy (kinds tried: {', '.join(r.kinds)}; kind and hedge "
              "threshold chosen by leave-one-collection-out inside the training collections; "
              f"`constant` = no kind gained there, so the static default) reading "
              f"{len(pol.features)} {r.feature_set} query features (no qrels). Then the held-out "
              "collection's evaluation queries are each fused with their chosen candidate.", "",
              f"**Verdict: {r.verdict}.** {r.verdict_reason}.", "",
+             *([f"- Multiplicity: {r.tests.get('multiplicity', 'none')}.",
+                f"- {r.stability_line().capitalize()}. {r.stability['held_fixed'].capitalize()}."]
+               if r.stability else []),
              f"- Target: {s['target']}: {'met' if s['target_met'] else 'not met'} "
              f"(gain {s['gain']:+.4f}).",
              f"- Headroom over the static default (macro): oracle over the candidates "

@@ -481,6 +481,9 @@ class AdaptiveResult:
     tests: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     preset: str | None = None
+    # {"stability", "share_supporting", "schemes", "verdict_before", "rule", "held_fixed", ...}
+    # (rrfbench.transfer.verdict_stability); empty in files written before it
+    stability: dict = field(default_factory=dict)
     kind: str = "adaptive"
     schema_version: int = SCHEMA_VERSION
 
@@ -552,7 +555,20 @@ class AdaptiveResult:
             f"gain vs {self.default_short()}": s["gain_vs_default"], "oracle K": m["oracle_candidates"],
             "oracle grid": m["oracle_grid"], "captured": s["captured"],
             "W/T/L": f"{s['wins']}/{s['ties']}/{s['losses']}", "verdict": self.verdict,
+            "stability": self.stability.get("stability", float("nan")),
             "recommended": self.recommended["label"]}])
+
+    def stability_line(self) -> str:
+        """The verdict's stability in one line (empty when not recorded)."""
+        st = self.stability
+        if not st:
+            return ""
+        sch = st["schemes"]
+        before = st.get("verdict_before", self.verdict)
+        return (f"stability: '{before}' holds in {sch['bootstrap']['share_supporting'][before]:.0%}"
+                f" of {st['B']} query bootstraps and {sch['noise']['share_supporting'][before]:.0%}"
+                f" of {st['B']} CPU-size noise perturbations (choices held fixed); below "
+                f"{st['min_share']:.0%} a verdict is weakened or unstable")
 
     def default_short(self) -> str:
         """The comparator's short name: ``RRF k=60`` (free fusion) or ``shipped`` (a preset)."""

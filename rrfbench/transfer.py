@@ -662,11 +662,18 @@ def _replicate_outcomes(colls, reps, objective: str, rule: str, dist: np.ndarray
     folds = [[j for j in range(C) if j != i] for i in range(C)] + [list(range(C))]
     sel = _select_replicates(folds, reps, objective, rule, dist, cache, neighbours)
     loco, full = sel[:C], sel[C]                                                # (C, B), (B,)
-    B = loco.shape[1]
+    out = _diff_verdicts([reps[i][1].diffs(loco[i], G) for i in range(C)], rng, flips, hb_draws)
+    return {"loco": loco, "full": full, **out}
+
+
+def _diff_verdicts(diffs: Sequence[np.ndarray], rng, flips: int, hb_draws: int) -> dict:
+    """Verdict codes and cheap tests of B replicates from each collection's (B x n) per-query
+    differences to the comparator (see :func:`stability`)."""
+    C, B = len(diffs), diffs[0].shape[0]
     means, var_means, p_coll = np.zeros((C, B)), np.zeros((C, B)), np.ones((C, B))
     null_macro = np.zeros((flips, B))
     for i in range(C):
-        d = reps[i][1].diffs(loco[i], G)                                        # (B, n)
+        d = diffs[i]                                                            # (B, n)
         n = d.shape[1]
         means[i] = d.mean(axis=1)
         var_means[i] = d.var(axis=1) / n
@@ -687,9 +694,69 @@ def _replicate_outcomes(colls, reps, objective: str, rule: str, dist: np.ndarray
     p_c = np.where(np.abs(boot).max(axis=0) <= 1e-8, 1.0, p_c)
     p_holm = holm(p_coll.T).T                                                  # (C, B)
     loss = ((p_holm < ALPHA) & (means < 0)).any(axis=0)
-    return {"loco": loco, "full": full, "code": verdict_code(gain, p_q, p_c, loss),
-            "p_queries": p_q, "p_collections": p_c, "gain": gain, "means": means,
-            "p_holm": p_holm}
+    return {"code": verdict_code(gain, p_q, p_c, loss), "p_queries": p_q, "p_collections": p_c,
+            "gain": gain, "means": means, "p_holm": p_holm}
+
+
+def verdict_stability(deltas: Sequence[np.ndarray], code: int, *,
+                      moved: Sequence[np.ndarray] | None = None,
+                      n_resamples: int = STABILITY_RESAMPLES, seed: int = STABILITY_SEED,
+                      noise_shift: float = NOISE_SHIFT, noise_share: float = NOISE_SHARE,
+                      flips: int = STABILITY_FLIPS, hb_draws: int = STABILITY_HB_DRAWS) -> dict:
+    """How often a verdict comes out the same when the *comparison* is perturbed and the
+    choices are held fixed: ``deltas[c]``, per collection, the per-query differences of what
+    was chosen (e.g. a per-query policy's LOCO choices) to its comparator; ``code`` the data's
+    verdict. The two schemes of :func:`stability` with its cheap tests: ``bootstrap`` resamples
+    each collection's queries; ``noise`` moves a share ``noise_share`` of them by the size of a
+    CPU difference, ``N(0, 2 s^2)`` on a difference of two configurations (each moves by
+    ``N(0, s^2)``, ``s = noise_shift * n / sqrt(m)``) and nothing where ``moved[c]`` is False
+    (the query was fused with the comparator itself, so its difference stays 0). Returns what
+    :func:`stability` does for the verdict (``share_supporting``, ``stability``, ``schemes``),
+    for :func:`_stable_verdict`."""
+    rng = np.random.default_rng(seed)
+    deltas = [np.asarray(d, dtype=np.float64) for d in deltas]
+    moved = [np.ones(len(d), bool) for d in deltas] if moved is None else [np.asarray(m, bool) for m in moved]
+    B = int(n_resamples)
+    schemes = {}
+    for scheme in ("bootstrap", "noise"):
+        diffs = []
+        for d, mv in zip(deltas, moved, strict=True):
+            n = len(d)
+            if scheme == "bootstrap":
+                diffs.append(d[rng.integers(0, n, size=(B, n))])
+                continue
+            m = min(n, max(1, int(np.ceil(noise_share * n))))
+            cols = np.argpartition(rng.random((B, n)), m - 1, axis=1)[:, :m]
+            sd = noise_shift * n / np.sqrt(m) * np.sqrt(2.0)
+            rep = np.repeat(d[None, :], B, axis=0)
+            b = np.arange(B)[:, None]
+            rep[b, cols] += rng.normal(0.0, sd, size=(B, m)) * mv[cols]
+            diffs.append(rep)
+        out = _diff_verdicts(diffs, rng, flips, hb_draws)
+        counts = np.bincount(out["code"], minlength=3)
+        schemes[scheme] = {
+            "share_same_verdict": float(np.mean(out["code"] == code)),
+            "share_supporting": {VERDICTS[0]: float(np.mean(out["code"] == 0)),
+                                 VERDICTS[1]: float(np.mean(out["code"] <= 1)),
+                                 VERDICTS[2]: float(np.mean(out["code"] == 2))},
+            "verdict_counts": {VERDICTS[k]: int(counts[k]) for k in range(3)}}
+    sup = {v: min(schemes[s]["share_supporting"][v] for s in schemes) for v in VERDICTS[:3]}
+    return {"B": B, "seed": int(seed), "min_share": STABILITY_MIN,
+            "share_same_verdict": min(schemes[s]["share_same_verdict"] for s in schemes),
+            "share_supporting": sup, "stability": sup[VERDICTS[code]], "schemes": schemes,
+            "held_fixed": "the choices (each fold's policy and static default, fitted on the "
+                          "real training data): only the evaluation comparison is resampled "
+                          "or perturbed, since refitting every fold's policy per replicate "
+                          "would cost B times the whole LOCO",
+            "rule": f"stability = the share of replicates supporting the data's verdict (the "
+                    f"same verdict, or for '{VERDICTS[1]}' also '{VERDICTS[0]}'), the smaller "
+                    f"of the two schemes' shares; below {STABILITY_MIN:.0%} a '{VERDICTS[0]}' "
+                    f"verdict becomes '{VERDICTS[1]}' when that has {STABILITY_MIN:.0%} support, "
+                    f"otherwise the verdict is '{VERDICTS[3]}' and the default stays",
+            "tests": f"sign-flip tests with {flips} flips on each replicate's queries (per "
+                     f"collection with Holm, and of the macro mean); hierarchical bootstrap "
+                     f"with {hb_draws} draws of collections, its query level the normal "
+                     "approximation of each collection's query-bootstrap mean"}
 
 
 def stability(colls: Sequence[CollectionData], objective: str = "macro", rule: str = DEFAULT_RULE,

@@ -655,6 +655,7 @@ class AdaptOutcome:
                 ("macro over collections", r.macro()),
                 ("each policy kind on its own (LOCO gain vs static)", r.kinds_frame()),
                 f"verdict: {r.verdict}. {r.verdict_reason}.",
+                *([r.stability_line()] if r.stability else []),
                 f"headroom: oracle over the candidates {s['headroom_candidates']:+.4f}, over the "
                 f"grid {s['headroom_grid']:+.4f}; captured {s['captured']:.1%}. Policy (all "
                 f"collections): {r.label}. Recommended: {r.recommended['label']}; report: "
@@ -972,8 +973,9 @@ def _policy_choice(ds, runs, policy, qid: str):
     if qid not in queries:
         raise InputError(f"query {qid!r} is not a query of {ds.name}")
     stats = qfeatures.corpus_stats(ds.corpus) if policy.feature_set == "all" else None
-    X = qfeatures.query_features(runs, queries, [qid], policy.feature_set, stats,
-                                 policy.depth, policy.rbo_p)
+    X = qfeatures.select_features(qfeatures.query_features(runs, queries, [qid], policy.feature_set,
+                                                           stats, policy.depth, policy.rbo_p),
+                                  policy.features)
     u = policy.utilities(X.to_numpy())[0]
     j = int(policy.choose(X.to_numpy())[0])
     chosen = policy.candidates[j]

@@ -58,6 +58,30 @@ def test_adaptive_loco_finds_a_real_rule_and_reports_headroom():
     assert 0.5 < s["captured"] <= 1.0 + 1e-9
     assert all(row["switched"] > 0.2 for row in r.loco)
     assert r.recommended["policy"] is True and r.policy_for("recommended") is not None
+    # a clear gain is stable: the verdict holds on resampled and perturbed comparisons
+    st = r.stability
+    assert st["verdict_before"] == r.verdict and st["stability"] >= 0.8, st["share_supporting"]
+    assert "held fixed" in r.stability_line() and "Holm" in r.tests["multiplicity"]
+
+
+def test_a_verdict_that_flips_on_noise_is_unstable():
+    """verdict_stability on a comparison at the edge of significance: resampling its queries
+    flips the verdict often, so it is reported 'unstable' and the default stays."""
+    from rrfbench.transfer import VERDICTS, _stable_verdict, verdict_stability
+
+    rng = np.random.default_rng(7)
+    edge = [rng.normal(0.0, 0.1, 80) for _ in range(4)]
+    edge = [d - d.mean() + 0.012 for d in edge]     # macro z about 2 over queries
+    st = verdict_stability(edge, 1, n_resamples=100)
+    assert 0.2 < st["share_supporting"][VERDICTS[1]] < 0.8
+    verdict, why = _stable_verdict(1, "gain", st)
+    assert verdict == VERDICTS[3] and "unstable" in why and st["verdict_before"] == VERDICTS[1]
+    clear = [d + 0.2 for d in edge]
+    assert verdict_stability(clear, 0, n_resamples=100)["stability"] == 1.0
+    # noise only where the choice differs from the comparator: unmoved queries stay 0
+    zero = [np.zeros(50)] * 3
+    st = verdict_stability(zero, 2, moved=[np.zeros(50, bool)] * 3, n_resamples=50)
+    assert st["schemes"]["noise"]["share_same_verdict"] == 1.0
 
 
 def test_no_signal_means_no_evidence_and_the_static_default_stays():

@@ -95,3 +95,69 @@ def test_best_tau_prefers_the_larger_threshold_on_ties_and_never_when_no_gain():
     assert 0.1 <= tau < 0.5 and gain == pytest.approx(0.4 / 3)
     tau, gain = best_tau(U, Y[:, ::-1] * [1, 0], np.zeros(3))  # switching only loses
     assert tau == NEVER and gain == 0.0
+
+
+def _weighted_queries(rng, n):
+    """Features x (n x 3); a family of three weightings of two runs, the static default
+    (0.5, 0.5) first: the keyword-heavy (0.9, 0.1) wins when x0 > 0.5, the dense-heavy (0.1, 0.9)
+    when x0 < -0.5, and all tie in between."""
+    X = rng.normal(size=(n, 3))
+    base = rng.uniform(0.3, 0.6, size=n)
+    Y = np.stack([base, base, base], axis=1)
+    Y[X[:, 0] > 0.5, 1] += 0.3
+    Y[X[:, 0] < -0.5, 2] += 0.3
+    return X, Y
+
+
+@pytest.mark.parametrize("kind", ["wridge", "wgbm"])
+def test_weight_kinds_regress_the_weight_vector_and_snap_to_the_family(kind):
+    P = np.array([[0.5, 0.5], [0.9, 0.1], [0.1, 0.9]])
+    rng = np.random.default_rng(4)
+    X, Y = _weighted_queries(rng, 600)
+    model = fit_model(kind, X, Y, points=P)
+    assert model["target"] == "weights" and model["points"] == P.tolist()
+    pol = Policy(kind, ["a", "b"], ["f0", "f1", "f2"], [{"label": f"c{j}"} for j in range(3)],
+                 model, tau=0.2)
+    Xt, _ = _weighted_queries(rng, 600)
+    ch = pol.choose(Xt)
+    strong = np.abs(Xt[:, 0]) > 1.0
+    want = np.where(Xt[:, 0] > 0, 1, 2)
+    assert np.mean(ch[strong] == want[strong]) > 0.9
+    if kind == "wridge":  # linear: the middle interpolates to the default (trees need not:
+        # queries where every point ties carry no weight, so they never saw the middle)
+        assert np.mean(ch[np.abs(Xt[:, 0]) < 0.2] == 0) > 0.8
+    # utilities are the L1 advantage of each point over the static default's
+    U = pol.utilities(Xt[:5])
+    assert np.all(U[:, 0] == 0.0)
+    again = Policy.from_json(json.loads(json.dumps(pol.to_json())))
+    np.testing.assert_array_equal(again.utilities(Xt), pol.utilities(Xt))
+
+
+def test_weight_kinds_skip_without_a_family_and_are_compared_on_the_same_baseline():
+    rng = np.random.default_rng(5)
+    parts = [_weighted_queries(rng, 150) for _ in range(3)]
+    X, YW = np.vstack([p[0] for p in parts]), np.vstack([p[1] for p in parts])
+    groups = np.repeat(np.arange(3), 150)
+    P = np.array([[0.5, 0.5], [0.9, 0.1], [0.1, 0.9]])
+    kind, model, tau, notes = fit_hedged(X, YW[:, :2], groups, ["ridge", "wridge"], YW=YW, points=P)
+    assert kind == "wridge" and notes["wridge"]["inner_loco_gain"] > notes["ridge"]["inner_loco_gain"]
+    kind, _, _, notes = fit_hedged(X, YW[:, :2], groups, ["wridge"], YW=YW[:, :1], points=P[:1])
+    assert kind == "constant" and "skipped" in notes["wridge"]
+
+
+def test_weight_family_of_free_fusion_and_of_a_systems_knobs():
+    from rrfbench.policies import weight_family, weight_vector
+
+    conv = lambda w, norm="tmm": {"method": "convex", "weights": w, "norm": norm,  # noqa: E731
+                                  "label": f"{norm} {w}"}
+    configs = [conv([0.2, 0.8]), conv([0.5, 0.5]), conv([0.5, 0.5], "zscore"), conv([1.0, 0.0]),
+               {"method": "rrf", "weights": [1, 1], "norm": "tmm", "label": "rrf"}]
+    fam, P = weight_family(configs, 1)
+    assert fam == [1, 0, 3] and P.tolist() == [[0.5, 0.5], [0.2, 0.8], [1.0, 0.0]]
+    titan = [{"k": 10, "vector_weight": 0.7, "fts_weight": 1.0, "dropoff": None},
+             {"k": 10, "vector_weight": 0.3, "fts_weight": 1.0, "dropoff": None},
+             {"k": 60, "vector_weight": 0.3, "fts_weight": 1.0, "dropoff": None}]
+    fam, P = weight_family(titan, 0)
+    assert fam == [0, 1] and P.tolist() == [[0.7, 1.0], [0.3, 1.0]]
+    memory = [{"vector": True, "graph": False, "k": 60}, {"vector": False, "graph": True, "k": 60}]
+    assert weight_family(memory, 1)[0] == [1] and weight_vector(memory[0]) is None

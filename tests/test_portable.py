@@ -147,6 +147,14 @@ def policies(data):
               "trees": trees_model(rng, Z, mean.tolist(), scale.tolist()),
               "logits": linear_model(rng, X.shape[1], mean.tolist(), scale.tolist(), "logits"),
               "constant": {"type": "constant"}}
+    points = [c["weights"] for c in CANDIDATES]     # the weight kinds: one point per candidate
+    w_lin = linear_model(rng, X.shape[1], mean.tolist(), scale.tolist(), "logits")
+    w_lin["intercept"] = [0.5, 0.4, 0.5]
+    models["weights_linear"] = {**w_lin, "target": "weights", "points": points}
+    w_trees = trees_model(rng, Z, mean.tolist(), scale.tolist(), n_out=3)
+    for e, c in zip(w_trees["ensembles"], (0.5, 0.4, 0.5), strict=True):
+        e["init"] = c
+    models["weights_trees"] = {**w_trees, "target": "weights", "points": points}
     out = {}
     for name, model in models.items():
         pol = {**base, "model": model}
@@ -266,7 +274,7 @@ def test_utilities_and_choices_agree(both):
 
 def test_choices_vary_so_the_comparison_can_fail(both):
     n = both["n"]
-    for name in ("linear", "trees", "logits"):
+    for name in ("linear", "trees", "logits", "weights_linear", "weights_trees"):
         choices = both["py"][name]["choices"][:n]
         assert len(set(choices)) == 3, (name, np.bincount(choices))   # 0 (hedge), 1 and 2
     assert set(both["py"]["constant"]["choices"]) == set(both["py"]["at_tau"]["choices"]) == {0}
@@ -302,7 +310,8 @@ def test_tree_inputs_are_compared_as_float32(data, policies):
 def test_python_portable_agrees_with_the_policy_class(data, policies, both):
     n = both["n"]
     X = np.array(both["py"]["linear"]["features"][:n])
-    kinds = {"linear": "ridge", "trees": "gbm", "logits": "select", "constant": "constant"}
+    kinds = {"linear": "ridge", "trees": "gbm", "logits": "select", "constant": "constant",
+             "weights_linear": "wridge", "weights_trees": "wgbm"}
     for name, kind in kinds.items():
         pol = policies[name]
         cls = Policy(kind=kind, runs=pol["runs"], features=pol["features"],

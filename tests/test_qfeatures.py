@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -65,3 +66,43 @@ def test_suffix_table_and_corpus_features():
         query_features([A, B], Q, ["q1"], features="all")
     with pytest.raises(InputError, match="no text"):
         query_features([A, B], {"q1": "x"}, ["q1", "q2"])
+
+
+def test_bm25_top1_over_its_theoretical_bound(tmp_path):
+    """The bound is sum_t idf(t) (Lucene's tf component tends to 1): every BM25 score lies
+    below it, a document repeating the query's rare term comes close, and it is a corpus
+    feature of BM25 runs only (named by their manifests)."""
+    from rrfbench.datasets import Dataset
+    from rrfbench.retrievers.bm25 import BM25Retriever
+
+    docs = ["fusion " * 200 + "rank", "rank fusion of lists", "dense vectors", "lists of lists",
+            "sparse words only", "other text here"]
+    texts = {"q1": "fusion", "q2": "rank fusion fusion", "q3": "zebra"}
+    d = tmp_path / "toy"
+    (d / "qrels").mkdir(parents=True)
+    (d / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": t}) + "\n"
+                                            for i, t in enumerate(docs)))
+    (d / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n"
+                                             for q, t in texts.items()))
+    (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td0\t1\n")
+    ds = Dataset("toy", path=d)
+    corpus, queries = ds.corpus, ds.queries
+    ret = BM25Retriever()
+    run = ret.retrieve(ds, queries, 10).with_meta(retriever="bm25", params=ret.params())
+    dense = _run("dense", [("q1", "d2", 0.7)])
+    X = query_features([run, dense], dict(zip(queries.qid, queries.text, strict=True)), ["q1", "q2", "q3"],
+                       "all", corpus_stats(corpus))
+    assert list(X.columns)[-1] == "bm25.top1_bound" and "dense.top1_bound" not in X.columns
+    idf = ret.idf_table(ds.doc_texts())
+    n, df = len(docs), 2
+    assert idf["fusion"] == pytest.approx(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+    b = X["bm25.top1_bound"]
+    assert 0.9 < b["q1"] < 1.0          # tf = 200 in a long document: close to the bound
+    bound_q2 = ret.score_bounds(idf, ["rank fusion fusion"])[0]
+    assert bound_q2 == pytest.approx(idf["rank"] + 2 * idf["fusion"])  # repeats count, as in bm25s
+    assert run.df.score.max() <= bound_q2 + 1e-6 and 0 < b["q2"] < 1
+    assert b["q3"] == 0.0               # no corpus token: no bound, no score
+    # without the manifest the run is not known to be BM25: no bound column
+    bare = Run(run.df, "bm25")
+    assert "bm25.top1_bound" not in query_features([bare], {"q1": "fusion"}, ["q1"], "all",
+                                                   corpus_stats(corpus)).columns

@@ -44,10 +44,13 @@ export interface ConstantModel {
 
 export interface LinearModel {
   type: "linear";
-  /** "gains": one row per candidate after the first; "logits": one row per candidate. */
-  target: "gains" | "logits";
+  /** "gains": one row per candidate after the first; "logits": one row per candidate;
+   * "weights": one row per weight (the predicted weight vector, snapped to the nearest of
+   * `points`, one per candidate). */
+  target: "gains" | "logits" | "weights";
   mean: number[];
   scale: number[];
+  points?: number[][];
   coef: number[][];
   intercept: number[];
   [key: string]: unknown;
@@ -55,10 +58,12 @@ export interface LinearModel {
 
 export interface TreesModel {
   type: "trees";
-  /** One boosted ensemble per output (candidates after the first for "gains"). */
-  target: "gains" | "logits";
+  /** One boosted ensemble per output (candidates after the first for "gains", weights for
+   * "weights"). */
+  target: "gains" | "logits" | "weights";
   mean: number[];
   scale: number[];
+  points?: number[][];
   ensembles: Ensemble[];
 }
 

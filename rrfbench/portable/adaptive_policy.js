@@ -231,7 +231,7 @@ function utilities(x, policy) {
       for (let i = 0; i < nc; i++) acc += row[i] * z[i];
       raw[k] = m.intercept[k] + acc;
     }
-  } else {  // "trees": one boosted ensemble per candidate after the first
+  } else {  // "trees": one boosted ensemble per output
     raw = m.ensembles.map((e) => {
       let acc = 0;
       for (const t of e.trees) acc += tree(t, z);
@@ -239,6 +239,14 @@ function utilities(x, policy) {
     });
   }
   if (m.target === "logits") return raw.map((r) => r - raw[0]);  // differences to candidate 0
+  if (m.target === "weights") {  // predicted weight vector: how much nearer (L1) than point 0
+    const dist = m.points.map((pt) => {
+      let acc = 0;
+      for (let i = 0; i < pt.length; i++) acc += Math.abs(raw[i] - pt[i]);
+      return acc;
+    });
+    return dist.map((d) => dist[0] - d);
+  }
   return [0.0].concat(raw);  // "gains": predicted gain of candidates 1.. over 0
 }
 

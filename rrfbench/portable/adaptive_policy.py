@@ -135,12 +135,15 @@ def utilities(x, policy=None):
     if m["type"] == "linear":
         raw = [b + sum(c * v for c, v in zip(row, z, strict=True))
                for row, b in zip(m["coef"], m["intercept"], strict=True)]
-    elif m["type"] == "trees":  # one boosted ensemble per candidate after the first
+    elif m["type"] == "trees":  # one boosted ensemble per output
         raw = [e["init"] + e["rate"] * sum(_tree(t, z) for t in e["trees"]) for e in m["ensembles"]]
     else:
         raise ValueError(f"policy model type {m['type']!r} is not linear, trees or constant")
     if m["target"] == "logits":   # one logit per candidate: differences to candidate 0
         return [r - raw[0] for r in raw]
+    if m["target"] == "weights":  # predicted weight vector: how much nearer (L1) than point 0
+        dist = [sum(abs(r - p) for r, p in zip(raw, pt, strict=True)) for pt in m["points"]]
+        return [dist[0] - d for d in dist]
     return [0.0] + raw             # "gains": predicted gain of candidates 1.. over 0
 
 

@@ -36,6 +36,12 @@ def _bm25s():
     return bm25s
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+BM25S_DELTA = 0.5  # bm25s's delta of BM25L and BM25+ (BM25Retriever leaves it at its default)
+# sup over tf of each method's term-frequency component (bm25s.scoring's formulas): Lucene's and
+# Robertson's tf / (tf + k1 (1 - b + b dl/avgdl)) tend to 1; ATIRE's and BM25L's carry k1 + 1;
+# BM25+ adds delta
+TF_LIMIT = {"lucene": lambda k1: 1.0, "robertson": lambda k1: 1.0, "atire": lambda k1: k1 + 1.0,
+            "bm25l": lambda k1: k1 + 1.0, "bm25+": lambda k1: k1 + 1.0 + BM25S_DELTA}
 QUERY_BATCH = 1000
 
 
@@ -82,6 +88,34 @@ class BM25Retriever:
         if self.tokenizer == "jieba":
             out.update(lib_versions("jieba"))
         return out
+
+    @classmethod
+    def from_params(cls, params: dict) -> BM25Retriever:
+        """The retriever a run's manifest ``params`` describe."""
+        keys = ("k1", "b", "method", "stopwords", "stemmer", "tokenizer")
+        return cls(**{k: params[k] for k in keys if k in params})
+
+    def idf_table(self, doc_texts: list[str]) -> dict[str, float]:
+        """Each corpus token's idf as bm25s computes it: the method's formula
+        (``bm25s.scoring``) of the token's document frequency over ``doc_texts`` tokenised as
+        the index tokenises them."""
+        from bm25s.scoring import _select_idf_scorer
+
+        df: dict[str, int] = {}
+        for doc in self.tokenize(doc_texts):
+            for t in set(doc):
+                df[t] = df.get(t, 0) + 1
+        idf = _select_idf_scorer(self.method)
+        return {t: float(idf(n, N=len(doc_texts))) for t, n in df.items()}
+
+    def score_bounds(self, idf: dict[str, float], query_texts: list[str]) -> np.ndarray:
+        """Per query, the largest score any document could get (the theoretical bound of its
+        top-1): the sum over the query's tokens of ``idf(t) * sup_tf tfc``, with tokens
+        tokenised as :meth:`retrieve` does, repeats counted (bm25s scores a repeated token
+        twice) and tokens not in the corpus dropped; ``sup_tf tfc`` is :data:`TF_LIMIT`."""
+        limit = TF_LIMIT[self.method](self.k1)
+        return np.array([limit * sum(idf.get(t, 0.0) for t in toks)
+                         for toks in self.tokenize(list(query_texts))], dtype=np.float64)
 
     def tokenize(self, texts: list[str]) -> list[list[str]]:
         bm25s = _bm25s()
