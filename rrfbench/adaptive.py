@@ -34,6 +34,7 @@ import pandas as pd
 from . import qfeatures
 from .engine import Config
 from .errors import InputError
+from .parallel import process_map
 from .policies import (
     KINDS,
     N_CANDIDATES,
@@ -133,10 +134,14 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
             raise InputError(f"{name}: {np.shape(X)[1]} feature columns, expected {len(features)}")
     rows, deltas, deltas_rrf, imps, moved = [], [], [], [], []
     per_kind = {kd: [] for kd in kinds}
+    # every fold's fit (and the final one, on all collections) is independent: on all cores
+    trains = [[o for j, o in enumerate(colls) if j != i] for i in range(len(colls))] + [list(colls)]
+    statics = [select(t, "macro", rule, distances, neighbours) for t in trains]
+    fits = process_map(_fit, [(t, {o.name: XT[o.name] for o in t}, s, k, tuple(kinds), configs)
+                              for t, s in zip(trains, statics, strict=True)])
     for i, c in enumerate(colls):
-        train = [o for j, o in enumerate(colls) if j != i]
-        static = select(train, "macro", rule, distances, neighbours)
-        sets, kind, model, tau, notes = _fit(train, XT, static, k, kinds, configs)
+        static = statics[i]
+        sets, kind, model, tau, notes = fits[i]
         used = sets[kind]
         cands = sets["constant"]
         pol = _policy(kind, model, tau, used, configs, runs, features, feature_set)
@@ -218,8 +223,8 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
                         "per_collection": {c.name: float(d.mean()) for c, d in zip(colls, v, strict=True)}}
                    for kd, v in per_kind.items()}
     # the policy to use: the same procedure on every collection
-    static_all = select(colls, "macro", rule, distances, neighbours)
-    sets, kind, model, tau, notes = _fit(colls, XT, static_all, k, kinds, configs)
+    static_all = statics[-1]
+    sets, kind, model, tau, notes = fits[-1]
     notes.pop("fitted")
     policy = _policy(kind, model, tau, sets[kind], configs, runs, features, feature_set, notes)
     imp = np.mean(imps, axis=0)

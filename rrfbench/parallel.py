@@ -10,11 +10,15 @@ retrievers, so neither knows what runs them (this process, or a Dask cluster).
   block of work with :func:`mapping_shards` (the CLI's ``--workers``/``--scheduler`` do, via
   :func:`rrfbench.distributed.using`), and dense retrieval asks :func:`shard_map` for it, so no
   call in between has to pass it along.
+* A **process map** (:func:`process_map`) runs independent CPU-bound jobs (the folds of an
+  adaptive policy's leave-one-collection-out) on the machine's cores, each with one BLAS
+  thread, so the numbers are the same however many processes ran them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -49,3 +53,39 @@ def mapping_shards(fn: ShardMap | None):
         yield fn
     finally:
         _SHARD_MAP.reset(token)
+
+
+JOBS_ENV = "RRFBENCH_JOBS"
+
+
+def n_jobs() -> int:
+    """Processes for CPU-bound jobs: ``$RRFBENCH_JOBS``, else the CPUs this process may use."""
+    env = os.environ.get(JOBS_ENV, "").strip()
+    if env:
+        return max(1, int(env))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                      # not on Linux
+        return os.cpu_count() or 1
+
+
+def _one_thread(fn: Callable, args: tuple):
+    """``fn(*args)`` with one BLAS/OpenMP thread: a BLAS reduction's order depends on its thread
+    count, so fits would differ in their last bits between machines with different cores."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return fn(*args)
+
+
+def process_map(fn: Callable, jobs: Sequence[tuple]) -> list:
+    """``[fn(*job) for job in jobs]`` in job order, spread over up to :func:`n_jobs` processes
+    (joblib's loky, as scikit-learn runs it); here when one process would do. Each job runs
+    with one BLAS thread either way, and must be deterministic on its own (fixed seeds)."""
+    jobs = list(jobs)
+    n = min(n_jobs(), len(jobs))
+    if n <= 1:
+        return [_one_thread(fn, job) for job in jobs]
+    from sklearn.utils.parallel import Parallel, delayed
+
+    return Parallel(n_jobs=n, backend="loky")(delayed(_one_thread)(fn, job) for job in jobs)

@@ -44,9 +44,9 @@ def _suite(seed=0, n=60, n_coll=4, signal=True):
 
 
 def _adapt(colls, XT, XE, configs, **kw):
+    kw = {"kinds": ("ridge", "gbm"), **kw}
     return adaptive_result("t", colls, XT, XE, configs=configs, labels=[c["label"] for c in configs],
-                           runs=["a"], rule="best", k=2, kinds=("ridge", "gbm"),
-                           features=["f0", "f1", "f2"], **kw)
+                           runs=["a"], rule="best", k=2, features=["f0", "f1", "f2"], **kw)
 
 
 def test_adaptive_loco_finds_a_real_rule_and_reports_headroom():
@@ -199,3 +199,14 @@ def test_real_suite_policy_ignores_poisoned_qrels_and_applies_as_validated(tmp_p
             mine = fused.df[fused.df.qid.isin(qs)].reset_index(drop=True)
             theirs = ref[ref.qid.isin(qs)].reset_index(drop=True)
             assert mine[["qid", "docid", "rank"]].equals(theirs[["qid", "docid", "rank"]])
+
+
+def test_the_result_does_not_depend_on_how_many_processes_fit_the_folds(monkeypatch):
+    """The folds' fits run on all cores (rrfbench.parallel.process_map), each with one BLAS
+    thread: one process and two give the same result, bit for bit."""
+    colls, XT, XE, configs = _suite(seed=3)
+    monkeypatch.setenv("RRFBENCH_JOBS", "1")
+    one = _adapt(colls, XT, XE, configs, kinds=("ridge", "gbm", "wridge"))
+    monkeypatch.setenv("RRFBENCH_JOBS", "2")
+    two = _adapt(colls, XT, XE, configs, kinds=("ridge", "gbm", "wridge"))
+    assert one.to_json() == two.to_json()

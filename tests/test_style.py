@@ -95,6 +95,7 @@ LAZY_LIBRARIES = {
     "scipy": "scipy.stats ~1.5 s, scipy.sparse and scipy.special ~0.3 s each",
     "sklearn": "~2 s to import; only k-fold cross-validation and fitting adaptive policies need it",
     "polars": "~0.25 s to import; only parquet reads with filters and to_polars()",
+    "threadpoolctl": "scikit-learn's dependency: only the fits of adaptive policies use it",
     "pytrec_eval": "dev extra (cross-checks of the metrics)",
 }
 
