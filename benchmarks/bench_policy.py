@@ -4,7 +4,8 @@ scifact test, all 300 queries, runs bm25, fts5 and dense cut to their top 100 (t
 depth). Per query: (a) baseline, plain Python RRF k=60 over the three lists (dict accumulate +
 sort); (b) ``rrfbench/portable/adaptive_policy.py``: the features, the utilities and the choice
 (``choose``) for a hand-made trees policy (two ensembles of 100 trees of depth 3, the shape of
-the ``gbm`` policy) and a linear one; (c) the same in node (``adaptive_policy.js``, timed inside
+the ``gbm`` policy), a linear one, and one of the ``wgbm`` shape (three ensembles of 100 trees,
+one per weight, snapped to the 66 points of a 0.1 weight simplex); (c) the same in node (``adaptive_policy.js``, timed inside
 node with ``process.hrtime``), when node is installed. Goal: (b) under 1 ms a query.
 Last line: ``ratio_vs_python_rrf: <float>`` (trees policy, Python).
 """
@@ -102,7 +103,15 @@ def make_policies(X, names):
     linear = {"type": "linear", "target": "gains", "mean": mean.tolist(), "scale": scale.tolist(),
               "coef": rng.normal(0.0, 0.1, (2, len(names))).tolist(),
               "intercept": [0.0, 0.0]}
-    return {"trees": {**base, "model": trees}, "linear": {**base, "model": linear}}
+    # the wgbm shape: one 100-tree ensemble per weight, snapped to the 66 points of a 0.1 simplex
+    points = [[a / 10, b / 10, (10 - a - b) / 10] for a in range(11) for b in range(11 - a)]
+    wtrees = {"type": "trees", "target": "weights", "mean": mean.tolist(),
+              "scale": scale.tolist(), "points": points,
+              "ensembles": [{"init": 1 / 3, "rate": 0.05,
+                             "trees": [random_tree(rng, Z) for _ in range(100)]} for _ in range(3)]}
+    wcands = [{"label": f"convex w={p}", "method": "convex", "weights": p} for p in points]
+    return {"trees": {**base, "model": trees}, "linear": {**base, "model": linear},
+            "weights_trees": {**base, "candidates": wcands, "model": wtrees}}
 
 
 def per_query_us(tasks):
@@ -149,11 +158,12 @@ def main():
 
     xs = [feats(q) for q in queries]
     tasks = {"base": (baseline, queries), "trees": (policy("trees"), queries),
-             "linear": (policy("linear"), queries), "feat": (feats, queries), "util": (utils, xs)}
+             "linear": (policy("linear"), queries), "wtrees": (policy("weights_trees"), queries),
+             "feat": (feats, queries), "util": (utils, xs)}
     per_query_us({k: (fn, items[:20]) for k, (fn, items) in tasks.items()})  # warm
     t = per_query_us(tasks)
-    t_base, t_trees, t_lin, t_feat, t_util = (t[k] for k in ("base", "trees", "linear", "feat",
-                                                             "util"))
+    t_base, t_trees, t_lin, t_w, t_feat, t_util = (t[k] for k in ("base", "trees", "linear",
+                                                                   "wtrees", "feat", "util"))
     choices = np.bincount([ap.choose(q["text"], q["lists"], pols["trees"]) for q in queries],
                           minlength=3)
     n = len(queries)
@@ -164,8 +174,10 @@ def main():
           f"  choices {choices.tolist()}")
     print(f"(b) python policy, linear:                     {t_lin:8.1f} us  "
           f"({t_lin / t_base:.2f}x baseline)")
+    print(f"(b) python policy, weight trees (3 x 100, 66 points): {t_w:8.1f} us  "
+          f"({t_w / t_base:.2f}x baseline)")
     print(f"(b) under 1 ms a query: trees {'yes' if t_trees < 1000 else 'NO'}, "
-          f"linear {'yes' if t_lin < 1000 else 'NO'}")
+          f"linear {'yes' if t_lin < 1000 else 'NO'}, weight trees {'yes' if t_w < 1000 else 'NO'}")
     node = shutil.which("node")
     if node is None:
         print("(c) node not installed: JavaScript policy not timed")
@@ -183,6 +195,8 @@ def main():
               f"({js['trees'] / t_base:.2f}x python baseline)")
         print(f"(c) node policy, linear:                       {js['linear']:8.1f} us  "
               f"({js['linear'] / t_base:.2f}x python baseline)")
+        print(f"(c) node policy, weight trees:                 {js['weights_trees']:8.1f} us  "
+              f"({js['weights_trees'] / t_base:.2f}x python baseline)")
         print(f"(c) node RRF k=60 (for scale):                 {js['rrf']:8.1f} us  "
               f"({js['rrf'] / t_base:.2f}x python baseline)")
     print(f"ratio_vs_python_rrf: {t_trees / t_base:.3f}")

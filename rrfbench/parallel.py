@@ -78,14 +78,23 @@ def _one_thread(fn: Callable, args: tuple):
         return fn(*args)
 
 
-def process_map(fn: Callable, jobs: Sequence[tuple]) -> list:
-    """``[fn(*job) for job in jobs]`` in job order, spread over up to :func:`n_jobs` processes
-    (joblib's loky, as scikit-learn runs it); here when one process would do. Each job runs
-    with one BLAS thread either way, and must be deterministic on its own (fixed seeds)."""
+def process_imap(fn: Callable, jobs: Sequence[tuple]) -> Iterator:
+    """``fn(*job)`` for each job, yielded in job order as they finish, spread over up to
+    :func:`n_jobs` processes (joblib's loky, as scikit-learn runs it; its workers are reused
+    between calls); here when one process would do. Each job runs with one BLAS thread either
+    way, and must be deterministic on its own (fixed seeds)."""
     jobs = list(jobs)
     n = min(n_jobs(), len(jobs))
     if n <= 1:
-        return [_one_thread(fn, job) for job in jobs]
+        for job in jobs:
+            yield _one_thread(fn, job)
+        return
     from sklearn.utils.parallel import Parallel, delayed
 
-    return Parallel(n_jobs=n, backend="loky")(delayed(_one_thread)(fn, job) for job in jobs)
+    yield from Parallel(n_jobs=n, backend="loky", return_as="generator")(
+        delayed(_one_thread)(fn, job) for job in jobs)
+
+
+def process_map(fn: Callable, jobs: Sequence[tuple]) -> list:
+    """``[fn(*job) for job in jobs]``, as :func:`process_imap` computes them."""
+    return list(process_imap(fn, jobs))

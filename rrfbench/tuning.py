@@ -32,6 +32,7 @@ import numpy as np
 from .engine import Config, configs_from_table, family_labels, run_sweep
 from .errors import InputError
 from .evaluation import evaluate_per_query
+from .parallel import n_jobs, process_imap
 from .progress import progress as bar
 from .results import Comparison, Estimate, PresetResult, Protocol, SweepResult
 from .stats import bootstrap_ci, paired_t, permutation_test
@@ -260,15 +261,52 @@ def tune_fusion(dataset, protocol: Protocol, tune_engine, eval_engine, grid, met
 
 
 # --------------------------------------------------------------------------- presets
+PARALLEL_MIN = 16   # settings below which shipping the runs to other processes costs more
+
+
+def _preset_block(preset, runs, qrels, grid: Sequence[dict], metrics: Sequence[str]) -> np.ndarray:
+    """(settings, metrics, queries of ``qrels``) of ``preset`` run with each of ``grid``."""
+    return np.stack([evaluate_per_query(preset.run(runs, params), qrels, list(metrics)).to_numpy().T
+                     for params in grid])
+
+
 def preset_matrix(preset, runs, qrels, grid: Sequence[dict], metrics: Sequence[str],
                   progress: bool = False, desc: str = "") -> np.ndarray:
-    """(parameter sets, metrics, queries) values of ``preset`` run with each of ``grid``."""
+    """(parameter sets, metrics, queries) values of ``preset`` run with each of ``grid``.
+
+    A system fuses each query on its own and a metric scores each query on its own, so with
+    more than one core (:func:`rrfbench.parallel.n_jobs`) the judged queries are cut into
+    blocks (sorted qids, as :func:`~rrfbench.evaluation.evaluate_per_query` orders them), each
+    block's runs and qrels run every setting in another process, and the blocks join along the
+    query axis: the same numbers as in one process (tested), each run row shipped once."""
+    grid = list(grid)
+    label = desc or f"{preset.name}: {len(grid)} settings"
+    jobs = n_jobs() if len(grid) >= PARALLEL_MIN else 1
+    qids = list(qrels.qids)
+    if jobs <= 1 or len(qids) < 2 * jobs:
+        return np.stack([_preset_block(preset, runs, qrels, [params], metrics)[0]
+                         for params in bar(grid, desc=label, unit="setting", enabled=progress)])
+    # only what some setting reads travels: each stream cut at the deepest any setting asks for
+    cut = {}
+    for role, run in runs.items():
+        depths = [preset.depth(role, preset.defaults() | params,
+                               preset.limit_for(preset.defaults() | params, None)) for params in grid]
+        cut[role] = run if any(d is None for d in depths) else run.cut(max(depths))
+    # two blocks per process: each block pays a setting's fixed cost again (a third of it on
+    # scifact), more blocks would only show progress more often
+    parts = [list(p) for p in np.array_split(np.asarray(qids, dtype=object), 2 * jobs) if len(p)]
+    tasks = []
+    for part in parts:
+        keep = set(part)
+        tasks.append((preset, {role: run.subset(keep) for role, run in cut.items()},
+                      qrels.subset(keep), grid, list(metrics)))
     out = []
-    for params in bar(list(grid), desc=desc or f"{preset.name}: {len(grid)} settings",
-                      unit="setting", enabled=progress):
-        pq = evaluate_per_query(preset.run(runs, params), qrels, list(metrics))
-        out.append(pq.to_numpy().T)
-    return np.stack(out)
+    with bar(total=len(qids), desc=f"{label} ({jobs} processes)", unit="query",
+             enabled=progress) as shown:
+        for part, values in zip(parts, process_imap(_preset_block, tasks), strict=True):
+            out.append(values)
+            shown.update(len(part))
+    return np.concatenate(out, axis=2)
 
 
 def tune_preset(dataset, preset, protocol: Protocol, runs_by_split: dict, metric: str,

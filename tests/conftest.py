@@ -17,6 +17,10 @@ if not os.environ.get("RRFBENCH_DATA") and (ROOT.parent / "shared" / "datasets")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # the test workers already use every core: fits and preset grids in this process (the
+    # tests that check other processes give the same numbers set RRFBENCH_JOBS themselves)
+    os.environ.setdefault("RRFBENCH_JOBS", "1")
 
 
 def _have(name: str) -> bool:

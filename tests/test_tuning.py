@@ -9,6 +9,7 @@ from rrfbench.errors import InputError
 from rrfbench.results import Protocol
 from rrfbench.runs import Qrels, Run
 from rrfbench.tuning import best_index, choose_protocol, cross_validate, run_protocol
+from tests.conftest import needs_cranfield
 
 
 @pytest.mark.parametrize("splits, kw, want", [
@@ -285,3 +286,23 @@ def test_tune_fusion_builds_the_whole_result(tmp_path, kind):
     with pytest.raises(InputError) as e:
         tune_fusion(DS, proto, te, FusionEngine([b_e, a_e], qe, ["nDCG@10"]), grid, "nDCG@10")
     assert str(e.value) == "tune and eval engines must fuse the same runs in the same order"
+
+
+@needs_cranfield
+def test_preset_matrix_is_the_same_in_one_process_and_in_two(cranfield, monkeypatch):
+    """The query blocks of tuning.preset_matrix in other processes join into exactly the
+    one-process matrix (qid order, every setting, every metric)."""
+    from rrfbench.presets import get_preset
+    from rrfbench.tuning import PARALLEL_MIN, preset_matrix
+    from rrfbench.workflows import preset_runs
+
+    p = get_preset("titan")
+    runs = preset_runs(p, cranfield, "test")
+    grid = p.grid()[:PARALLEL_MIN + 4]
+    q = cranfield.qrels("test")
+    monkeypatch.setenv("RRFBENCH_JOBS", "1")
+    one = preset_matrix(p, runs, q, grid, ["nDCG@10", "R@100"])
+    monkeypatch.setenv("RRFBENCH_JOBS", "2")
+    two = preset_matrix(p, runs, q, grid, ["nDCG@10", "R@100"])
+    assert one.shape == (len(grid), 2, len(q.qids)) and np.array_equal(one, two)
+    assert len({one[i, 0].mean() for i in range(len(grid))}) > 3   # the settings differ
