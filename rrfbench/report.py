@@ -291,6 +291,11 @@ def write_transfer_outputs(result, out: Path) -> dict[str, str]:
     return made
 
 
+def _sentence(text: str) -> str:
+    """``text`` with its first letter upper-cased (the rest as written)."""
+    return text[:1].upper() + text[1:]
+
+
 def adaptive_section(r, plots_made: dict[str, str]) -> str:
     """The LOCO table of a query-adaptive policy, its verdict, headroom and share captured."""
     s = r.summary
@@ -308,7 +313,7 @@ def adaptive_section(r, plots_made: dict[str, str]) -> str:
              "collection's evaluation queries are each fused with their chosen candidate.", "",
              f"**Verdict: {r.verdict}.** {r.verdict_reason}.", "",
              *([f"- Multiplicity: {r.tests.get('multiplicity', 'none')}.",
-                f"- {r.stability_line().capitalize()}. {r.stability['held_fixed'].capitalize()}."]
+                f"- {_sentence(r.stability_line())}. {_sentence(r.stability['held_fixed'])}."]
                if r.stability else []),
              f"- Target: {s['target']}: {'met' if s['target_met'] else 'not met'} "
              f"(gain {s['gain']:+.4f}).",
