@@ -30,19 +30,20 @@ def _std(values):
     if n == 0:
         return 0.0
     mean = sum(values) / n
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / n)
+    return math.sqrt(sum([(v - mean) ** 2 for v in values]) / n)
 
 
-def _rbo(a, b, depth, p):
-    """Truncated rank-biased overlap of two doc-id lists at ``depth``."""
-    rank_b = {d: i for i, d in enumerate(b[:depth])}
+def _rbo(a, pos_b, depth, p):
+    """Truncated rank-biased overlap at ``depth`` of doc-id list ``a`` (cut at ``depth``) and
+    the list whose positions ``pos_b`` holds (doc id -> 0-based position; a repeated id: its
+    last position)."""
     suffix = _suffixes(depth, p)
     total = 0.0
-    for i, d in enumerate(a[:depth]):
-        j = rank_b.get(d)
+    for i, d in enumerate(a):
+        j = pos_b.get(d)
         if j is None:
             continue
-        total += suffix[max(i, j)]          # both lists hold d from depth max(i, j) + 1 on
+        total += suffix[i if i > j else j]  # both lists hold d from depth max(i, j) + 1 on
     return (1.0 - p) * total
 
 
@@ -61,16 +62,15 @@ def _suffixes(depth, p):
     return _SUFFIXES[key]
 
 
-def _spearman(a, b):
+def _spearman(a, pos_b):
     """Spearman's rho of the positions of the documents both lists hold (0 when < 2)."""
-    pos_b = {d: i for i, d in enumerate(b)}
     shared = [(i, pos_b[d]) for i, d in enumerate(a) if d in pos_b]
     m = len(shared)
     if m < 2:
         return 0.0
     ra = {i: r for r, i in enumerate(sorted(i for i, _ in shared))}
     rb = {j: r for r, j in enumerate(sorted(j for _, j in shared))}
-    d2 = sum((ra[i] - rb[j]) ** 2 for i, j in shared)
+    d2 = sum([(ra[i] - rb[j]) ** 2 for i, j in shared])
     return 1.0 - 6.0 * d2 / (m * (m * m - 1))
 
 
@@ -93,13 +93,14 @@ def features(query_text, lists, policy=None):
         out[f"{r}.gap10"] = (s1 - s[min(10, n) - 1]) / (abs(s1) + EPS) if n else 0.0
         out[f"{r}.sd10"] = _std(s[:10]) / (abs(s1) + EPS)
         out[f"{r}.sd100"] = _std(s[:100]) / (abs(s1) + EPS)
+    pos = {r: {d: i for i, d in enumerate(docs[r])} for r in names}
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             da, db = docs[a], docs[b]
             out[f"{a}~{b}.ov10"] = len(set(da[:10]) & set(db[:10])) / 10.0
             out[f"{a}~{b}.ov100"] = len(set(da[:100]) & set(db[:100])) / 100.0
-            out[f"{a}~{b}.rbo"] = _rbo(da, db, depth, p)
-            out[f"{a}~{b}.rho"] = _spearman(da, db)
+            out[f"{a}~{b}.rbo"] = _rbo(da, pos[b], depth, p)
+            out[f"{a}~{b}.rho"] = _spearman(da, pos[b])
     for a in names:
         for b in names:
             if a != b:
@@ -117,10 +118,16 @@ def _f32(x):
 
 
 def _tree(t, x):
+    """One tree's value at inputs ``x`` (compared as float32)."""
+    return _tree32(t, [_f32(v) for v in x])
+
+
+def _tree32(t, x32):
+    """One tree's value at inputs already rounded to float32."""
+    left, right, feature, threshold = t["left"], t["right"], t["feature"], t["threshold"]
     node = 0
-    while t["left"][node] != -1:
-        f = t["feature"][node]
-        node = t["left"][node] if _f32(x[f]) <= t["threshold"][node] else t["right"][node]
+    while left[node] != -1:
+        node = left[node] if x32[feature[node]] <= threshold[node] else right[node]
     return t["value"][node]
 
 
@@ -136,7 +143,9 @@ def utilities(x, policy=None):
         raw = [b + sum(c * v for c, v in zip(row, z, strict=True))
                for row, b in zip(m["coef"], m["intercept"], strict=True)]
     elif m["type"] == "trees":  # one boosted ensemble per output
-        raw = [e["init"] + e["rate"] * sum(_tree(t, z) for t in e["trees"]) for e in m["ensembles"]]
+        z32 = [_f32(v) for v in z]
+        raw = [e["init"] + e["rate"] * sum(_tree32(t, z32) for t in e["trees"])
+               for e in m["ensembles"]]
     else:
         raise ValueError(f"policy model type {m['type']!r} is not linear, trees or constant")
     if m["target"] == "logits":   # one logit per candidate: differences to candidate 0
