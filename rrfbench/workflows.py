@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import adaptive, engine, fusion, policies, qfeatures, stats, transfer, tuning
@@ -986,7 +987,24 @@ def _policy_choice(ds, runs, policy, qid: str):
     utils = pd.DataFrame({"candidate": range(len(u)), "configuration":
                           [c["label"] for c in policy.candidates], "utility": u,
                           "chosen": ["yes" if i == j else "" for i in range(len(u))]})
+    if policy.model.get("target") == "weights":
+        w = _predicted_weights(policy, X.to_numpy())[0]
+        label += (f"; predicted weights {', '.join(f'{v:.3f}' for v in w)} (snapped to the "
+                  f"nearest of {len(u)} weightings; utility = how much nearer, in L1, than to "
+                  "candidate 0)")
+        keep = sorted({0, j, *np.argsort(-u, kind="stable")[:5].tolist()})
+        utils = utils.iloc[keep].reset_index(drop=True)   # the default, the choice, the nearest
     return chosen, label, feats, utils
+
+
+def _predicted_weights(policy, X: np.ndarray) -> np.ndarray:
+    """A weight-kind policy's raw predicted weight vectors (before snapping): its model's
+    outputs, which :meth:`~rrfbench.policies.Policy.utilities` returns after column 0 when read
+    as gains."""
+    model = {k: v for k, v in policy.model.items() if k != "points"} | {"target": "gains"}
+    outs = len(model.get("intercept") or model.get("ensembles") or [])
+    as_gains = policies.Policy("weights", [], list(policy.features), [{}] * (outs + 1), model)
+    return as_gains.utilities(X)[:, 1:]
 
 
 def explain_view(dataset, qid: str, config, split: str = "test", top: int = 10,
@@ -998,7 +1016,7 @@ def explain_view(dataset, qid: str, config, split: str = "test", top: int = 10,
         return [(title, table)]
     ds, one, r, policy, feats, utils = details
     qrels = ds.qrels(split)
-    j = int(utils.chosen.eq("yes").to_numpy().argmax())
+    j = int(utils.candidate[utils.chosen.eq("yes")].iloc[0])
     scores = {}
     for name, i in (("static default", 0), ("chosen", j)):
         pq = evaluate_per_query(engine.Config.from_json(policy.candidates[i]).fuse(one), qrels,
@@ -1006,7 +1024,11 @@ def explain_view(dataset, qid: str, config, split: str = "test", top: int = 10,
         scores[name] = float(pq[r.metric].get(str(qid), float("nan")))
     line = ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
     return [(title, table), (f"query {qid}: features ({policy.feature_set})", feats),
-            (f"query {qid}: candidates (utility: expected gain over candidate 0)", utils),
+            (f"query {qid}: candidates (utility: "
+             + ("how much nearer the predicted weights are than to candidate 0; the default, "
+                "the choice and the five nearest)"
+                if policy.model.get("target") == "weights" else "expected gain over candidate 0)"),
+             utils),
             f"{r.metric} on this query ({split}): {line}; static default: "
             f"{policy.candidates[0]['label']}"]
 

@@ -6,6 +6,7 @@ import pytest
 
 from rrfbench.results import PresetResult, SweepResult, load_result
 from rrfbench.workflows import preset_table, sweep_dataset, sweep_grid, tune_preset_on
+from tests.conftest import needs_cranfield
 
 
 def test_sweep_dataset_holdout_writes_everything(mini_beir, tmp_path):
@@ -131,3 +132,30 @@ def test_result_tables_are_dataframes_shown_alike(mini_beir, tmp_path):
     assert list(df.system)[0] == f"tuned: {r.label}" and len(df) == 3
     text = md_table(df)
     assert f"{r.tuned.value:.4f}" in text and f"{r.tuned.value:.4f}" in (tmp_path / "report.md").read_text()
+
+
+@needs_cranfield
+def test_explain_of_a_weight_policy_shows_its_predicted_weights():
+    """The committed en policy regresses the weight vector (wridge): explain prints the raw
+    prediction, and each shown candidate's utility is its L1 nearness advantage over the
+    static default computed from that prediction; the chosen row is the one explain scores."""
+    import re
+    from pathlib import Path
+
+    import numpy as np
+
+    from rrfbench.workflows import explain_view
+
+    path = Path(__file__).resolve().parents[1] / "results" / "adaptive" / "en" / "best.json"
+    policy = load_result(path).policy_obj()
+    assert policy.model["target"] == "weights"
+    view = explain_view("cranfield", "1", str(path), top=3)   # a policy applies anywhere
+    title = view[0][0]
+    w = np.array([float(x) for x in re.search(r"predicted weights ([-\d., ]+) \(", title)
+                  .group(1).split(", ")])
+    utils = view[2][1]
+    assert 2 <= len(utils) <= 7 and 0 in set(utils.candidate)
+    P = np.array([policy.candidates[int(c)]["weights"] for c in utils.candidate])
+    near = np.abs(w - P[0]).sum() - np.abs(w - P).sum(axis=1)
+    np.testing.assert_allclose(utils.utility.to_numpy(), near, atol=2e-3)  # w printed to 3 places
+    assert utils.chosen.eq("yes").sum() == 1 and "static default" in view[-1]
