@@ -147,17 +147,13 @@ def test_real_suite_policy_ignores_poisoned_qrels_and_applies_as_validated(tmp_p
     from rrfbench.adaptive import adaptive_suite
     from rrfbench.cli import main
     from rrfbench.report import write_adaptive_outputs
-    from tests.test_transfer import suite_copy
+    from tests.test_transfer import clean_and_poisoned
 
     names = ["cranfield", "time", "adi"]
     grid = w.sweep_grid(2, methods=("rrf", "convex"), k=(1, 10, 60), weight_step=0.25,
                         norms=("minmax", "tmm"), missing=("zero",))
     got = {}
-    for tag, poison in (("clean", None), ("poisoned", "adi")):
-        root, suites = suite_copy(tmp_path / tag, names, poison)
-        monkeypatch.setenv("RRFBENCH_DATA", str(root))
-        monkeypatch.setenv("RRFBENCH_SUITES", str(suites))
-        monkeypatch.setenv("RRFBENCH_RESULTS", str(tmp_path / tag / "results"))
+    for tag in clean_and_poisoned(tmp_path, monkeypatch, names):
         members = w.suite_members("t")
         r = adaptive_suite("t", members, lambda ds, s: w.load_runs(ds, ["bm25", "fts5"], s),
                            grid, "nDCG@10", ["nDCG@10"], specs=["bm25", "fts5"], k=3,

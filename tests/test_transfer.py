@@ -288,6 +288,17 @@ def suite_copy(tmp_path, names, poison=None):
     return root, suites
 
 
+def clean_and_poisoned(tmp_path, monkeypatch, names, poison="adi"):
+    """Yield ("clean" | "poisoned", ...) with the environment pointing at a copy of the
+    collections ``names`` as suite ``t`` (the second time with ``poison``'s qrels junk)."""
+    for tag, bad in (("clean", None), ("poisoned", poison)):
+        root, suites = suite_copy(tmp_path / tag, names, bad)
+        monkeypatch.setenv("RRFBENCH_DATA", str(root))
+        monkeypatch.setenv("RRFBENCH_SUITES", str(suites))
+        monkeypatch.setenv("RRFBENCH_RESULTS", str(tmp_path / tag / "results"))
+        yield tag
+
+
 @needs_cranfield
 def test_real_loco_fold_ignores_poisoned_qrels(tmp_path, monkeypatch):
     from rrfbench.workflows import sweep_grid, sweep_suite
@@ -296,11 +307,7 @@ def test_real_loco_fold_ignores_poisoned_qrels(tmp_path, monkeypatch):
     grid = sweep_grid(2, methods=("rrf", "convex"), k=(1, 10, 60), weight_step=0.25,
                       norms=("minmax",), missing=("zero",))
     picked = {}
-    for tag, poison in (("clean", None), ("poisoned", "adi")):
-        root, suites = suite_copy(tmp_path / tag, names, poison)
-        monkeypatch.setenv("RRFBENCH_DATA", str(root))
-        monkeypatch.setenv("RRFBENCH_SUITES", str(suites))
-        monkeypatch.setenv("RRFBENCH_RESULTS", str(tmp_path / tag / "results"))
+    for tag in clean_and_poisoned(tmp_path, monkeypatch, names):
         r = sweep_suite("t", ["bm25", "fts5"], grid=grid, write=False, progress=False).result
         picked[tag] = {row["collection"]: row for row in r.loco}
     assert picked["clean"]["adi"]["selected"] == picked["poisoned"]["adi"]["selected"]
