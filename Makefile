@@ -35,7 +35,7 @@ demo: $(VENV)/.dense-dev
 
 ## test: the whole suite (CI runs this)
 test: $(VENV)/.dense-dev
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal
 
 ## lab: open the notebooks in JupyterLab (also as root, e.g. in a container)
 lab: $(VENV)/.notebooks

@@ -206,6 +206,76 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     return k[np.r_[True, k[1:] != k[:-1]]] if len(k) else k
 
 
+def metric_codes(metric_objs) -> tuple[np.ndarray, np.ndarray]:
+    """(family codes, cut-offs) of parsed metrics as the metric kernel reads them."""
+    from . import _kernels as K  # numba (~0.5 s to import): loaded by the first engine
+
+    family = {"nDCG": K.NDCG, "R": K.RECALL, "RR": K.RR, "AP": K.AP, "P": K.PREC}
+    return (np.array([family[m.family] for m in metric_objs], dtype=np.int64),
+            np.array([m.cutoff or K.INF_RANK for m in metric_objs], dtype=np.int64))
+
+
+def ideal_dcg(relevant: pd.DataFrame, qids: list[str], metric_objs) -> np.ndarray:
+    """(queries, metrics) ideal DCG at each nDCG metric's cut-off from the relevant judgments
+    (linear gains, as trec_eval's ``ndcg_cut``); 0 for the other metrics."""
+    out = np.zeros((len(qids), len(metric_objs)))
+    grades = {q: np.sort(g.to_numpy(dtype=np.float64))[::-1]
+              for q, g in relevant.groupby("qid").relevance}
+    for qi, q in enumerate(qids):
+        g = grades.get(q)
+        if g is None:
+            continue
+        for m, mo in enumerate(metric_objs):
+            if mo.family == "nDCG":
+                top = g[: (mo.cutoff or len(g))]
+                out[qi, m] = np.sum(top / np.log2(np.arange(2, len(top) + 2)))
+    return out
+
+
+class JudgedLists:
+    """Per-query metrics of ranked docid lists against ``qrels``, by the sweep engine's metric
+    kernel: the numbers of :func:`rrfbench.evaluation.evaluate_per_query` on a run holding those
+    lists (same conventions: a document is relevant at grade >= 1, linear gains, a judged query
+    without a list scores 0; checked in tests to 1e-12), without building a run table or calling
+    trec_eval per list. A studied system's grid is many such lists per query
+    (:func:`rrfbench.tuning.preset_matrix`), and building and scoring run tables was most of
+    its cost."""
+
+    def __init__(self, qrels: Qrels, metrics=DEFAULT_METRICS):
+        from . import _kernels as K
+
+        self._kernel = K._metrics_for_query
+        self.metric_objs = parse_metrics(metrics)
+        self.qids = qrels.qids
+        rel = qrels.df[qrels.df.relevance > 0]
+        self.gains: dict[str, dict[str, float]] = {q: {} for q in self.qids}
+        for q, d, g in zip(rel.qid.tolist(), rel.docid.tolist(), rel.relevance.tolist(),
+                           strict=True):
+            self.gains[q][d] = float(g)
+        self.n_rel = np.array([len(self.gains[q]) for q in self.qids], dtype=np.int64)
+        self.fam, self.cut = metric_codes(self.metric_objs)
+        self.idcg = ideal_dcg(rel, self.qids, self.metric_objs)
+
+    def score(self, lists: dict[str, list[str]]) -> np.ndarray:
+        """(metrics, judged queries in ``qids`` order) values of ``lists`` (qid -> docids in
+        rank order, rank 1 first; queries not judged are ignored)."""
+        out = np.zeros((len(self.metric_objs), len(self.qids)))
+        row = np.zeros(len(self.metric_objs))
+        for qi, q in enumerate(self.qids):
+            docs = lists.get(q)
+            gains = self.gains[q]
+            if not docs or not gains:
+                continue
+            hits = [(i, gains[d]) for i, d in enumerate(docs, 1) if d in gains]
+            if not hits:
+                continue
+            self._kernel(np.array([i for i, _ in hits], dtype=np.int64),
+                         np.array([g for _, g in hits]), self.n_rel[qi], self.idcg[qi],
+                         self.fam, self.cut, row)
+            out[:, qi] = row
+        return out
+
+
 @dataclass
 class FusionEngine:
     """Precomputed candidates, ranks, normalised scores and gains for fast sweeps."""
@@ -216,8 +286,6 @@ class FusionEngine:
     qids: list[str] = field(init=False)
 
     def __post_init__(self):
-        from . import _kernels as K  # numba (~0.5 s to import): loaded by the first engine
-
         self.metric_objs = parse_metrics(self.metrics)
         self.metric_names = [str(m) for m in self.metric_objs]
         if not self.runs:
@@ -278,20 +346,8 @@ class FusionEngine:
         self.rel_cand = np.where(found, pos, -1).astype(np.int64)
         self.rel_gain = qr.relevance.to_numpy(dtype=np.float64)
         self.n_rel = rel_counts.astype(np.int64)
-        family = {"nDCG": K.NDCG, "R": K.RECALL, "RR": K.RR, "AP": K.AP, "P": K.PREC}
-        self.fam = np.array([family[m.family] for m in self.metric_objs], dtype=np.int64)
-        self.cut = np.array([m.cutoff or K.INF_RANK for m in self.metric_objs], dtype=np.int64)
-        self.idcg = np.zeros((len(self.qids), len(self.metric_objs)))
-        grades = {q: np.sort(g.to_numpy(dtype=np.float64))[::-1]
-                  for q, g in qr.groupby("qid").relevance}
-        for qi, q in enumerate(self.qids):
-            g = grades.get(q)
-            if g is None:
-                continue
-            for m, mo in enumerate(self.metric_objs):
-                if mo.family == "nDCG":
-                    top = g[: (mo.cutoff or len(g))]
-                    self.idcg[qi, m] = np.sum(top / np.log2(np.arange(2, len(top) + 2)))
+        self.fam, self.cut = metric_codes(self.metric_objs)
+        self.idcg = ideal_dcg(qr, self.qids, self.metric_objs)
         self._norm_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def _normvals(self, norms: list[str]):

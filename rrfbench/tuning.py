@@ -29,9 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .engine import Config, configs_from_table, family_labels, run_sweep
+from .engine import Config, JudgedLists, configs_from_table, family_labels, run_sweep
 from .errors import InputError
-from .evaluation import evaluate_per_query
 from .parallel import n_jobs, process_imap
 from .progress import progress as bar
 from .results import Comparison, Estimate, PresetResult, Protocol, SweepResult
@@ -265,8 +264,12 @@ PARALLEL_MIN = 16   # settings below which shipping the runs to other processes 
 
 
 def _preset_block(preset, runs, qrels, grid: Sequence[dict], metrics: Sequence[str]) -> np.ndarray:
-    """(settings, metrics, queries of ``qrels``) of ``preset`` run with each of ``grid``."""
-    return np.stack([evaluate_per_query(preset.run(runs, params), qrels, list(metrics)).to_numpy().T
+    """(settings, metrics, queries of ``qrels``) of ``preset`` run with each of ``grid``: each
+    setting's ranked lists scored directly (:class:`~rrfbench.engine.JudgedLists`, the numbers
+    of ``evaluate_per_query(preset.run(...))``, tested)."""
+    judged = qrels if isinstance(qrels, JudgedLists) else JudgedLists(qrels, list(metrics))
+    return np.stack([judged.score({q: [d for d, _ in hits] for q, hits in
+                                   preset.ranked_lists(runs, params).items()})
                      for params in grid])
 
 
@@ -284,7 +287,8 @@ def preset_matrix(preset, runs, qrels, grid: Sequence[dict], metrics: Sequence[s
     jobs = n_jobs() if len(grid) >= PARALLEL_MIN else 1
     qids = list(qrels.qids)
     if jobs <= 1 or len(qids) < 2 * jobs:
-        return np.stack([_preset_block(preset, runs, qrels, [params], metrics)[0]
+        judged = JudgedLists(qrels, list(metrics))
+        return np.stack([_preset_block(preset, runs, judged, [params], metrics)[0]
                          for params in bar(grid, desc=label, unit="setting", enabled=progress)])
     # only what some setting reads travels: each stream cut at the deepest any setting asks for
     cut = {}

@@ -23,6 +23,20 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("RRFBENCH_JOBS", "1")
 
 
+# The longest test files first (about 190, 165 and 75 s on 2 cores): under `--dist worksteal` the
+# first worker starts on them at once and the second steals the short tests from the end of the
+# queue, so no long test starts last and leaves one core idle while it finishes.
+LONGEST_FIRST = ("tests/test_readme.py", "tests/test_notebooks.py", "tests/test_regress.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        path = item.nodeid.split("::")[0]
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the collection order otherwise
+
+
 def _have(name: str) -> bool:
     from rrfbench.datasets import available_datasets
 

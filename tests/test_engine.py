@@ -179,3 +179,55 @@ def test_engine_tmm_uses_declared_floors_and_refuses_without():
                        ["RR@10"])
     # a: (0.9+1)/1.9 * .5 + 0.5 * 1/2 = 0.75 ; b: (0.1+1)/1.9 * .5 + 0.5 = 0.789...
     assert eng.evaluate([tmm])[0, 0, 0] == 1.0
+
+
+def test_judged_lists_equal_evaluate_per_query_on_edge_cases():
+    """Graded gains, a grade-0 judgment, a judged query without a list, a list without a
+    relevant document, a list shorter than P@10's cut-off, an unjudged query: the numbers of
+    ir_measures on a run holding the same lists."""
+    from rrfbench.engine import JudgedLists
+    from rrfbench.evaluation import evaluate_per_query
+    from rrfbench.fusion import order_to_scores
+    from rrfbench.runs import Qrels, Run
+
+    qrels = Qrels.from_dict({"q1": {"a": 2, "b": 1, "z": 0, "far": 1}, "q2": {"c": 1},
+                             "q3": {"d": 3}, "q4": {"x": 0}})
+    lists = {"q1": ["z", "b", "n1", "a"] + [f"n{i}" for i in range(2, 120)] + ["far"],
+             "q2": ["n1", "n2"], "q4": ["x"], "unjudged": ["a"]}
+    rows = [(q, d, s) for q, docs in lists.items()
+            for d, s in zip(docs, order_to_scores([1.0] * len(docs)), strict=True)]
+    run = Run(pd.DataFrame(rows, columns=["qid", "docid", "score"]), "r")
+    metrics = ["nDCG@10", "nDCG@1000", "R@100", "R@1000", "RR@10", "AP@1000", "P@10"]
+    want = evaluate_per_query(run, qrels, metrics).to_numpy().T
+    got = JudgedLists(qrels, metrics).score(lists)
+    assert got.shape == want.shape == (len(metrics), 4)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    assert got[:, 0].min() > 0 and not got[:, 1:].any()  # q2 and q4 score 0, q3 has no list
+
+
+@needs_cranfield
+@pytest.mark.parametrize("name", ["nexusai", "titan", "ai-memory", "zeus"])
+def test_preset_grid_scores_equal_run_then_evaluate(cranfield, name):
+    """tuning.preset_matrix scores a system's lists directly; on cranfield, for a spread of
+    each system's grid, the values equal building its run and evaluating it with ir_measures
+    (every metric family)."""
+    from rrfbench.evaluation import evaluate_per_query
+    from rrfbench.presets import get_preset
+    from rrfbench.tuning import preset_matrix
+    from rrfbench.workflows import preset_runs
+
+    p = get_preset(name)
+    q = cranfield.qrels("test")
+    q = q.subset(q.qids[::3])
+    runs = {role: run.subset(q.qids) for role, run in preset_runs(p, cranfield, "test").items()}
+    grid = p.grid()
+    grid = grid[:: max(1, len(grid) // 4)][:4] + [p.defaults()]
+    metrics = ["nDCG@10", "R@100", "RR@10", "AP@1000", "P@10"]
+    got = preset_matrix(p, runs, q, grid, metrics)
+    exact = []
+    for i, params in enumerate(grid):
+        want = evaluate_per_query(p.run(runs, params), q, metrics).to_numpy().T
+        np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-12, err_msg=str(params))
+        exact.append(np.array_equal(got[i], want))
+    print(name, "bit-identical settings:", sum(exact), "of", len(exact))
+    assert len({round(got[i, 0].mean(), 12) for i in range(len(grid))}) > 1

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from rrfbench.errors import InputError
 from rrfbench.policies import NEVER, Policy, best_tau, candidates, fit_hedged, fit_model
 
 
@@ -49,6 +50,9 @@ def test_exported_trees_are_scikit_learns_trees():
     ref = GradientBoostingRegressor(random_state=SEED, **GBM).fit(Z, Y[:, 1] - Y[:, 0])
     pol = Policy("gbm", [], ["a", "b", "c"], [{}, {}], model)
     np.testing.assert_allclose(pol.utilities(X)[:, 1], ref.predict(Z), rtol=0, atol=1e-12)
+    X[3, 2] = np.nan  # the fits skip scikit-learn's per-tree checks, so rrfbench checks once
+    with pytest.raises(InputError, match="must be finite"):
+        fit_model("gbm", X, Y)
 
 
 def test_logistic_policy_is_scikit_learns_argmax():

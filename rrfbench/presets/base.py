@@ -267,6 +267,20 @@ class Preset:
         ``queries`` (qid -> text) lets a system refuse a query the way it would (titan returns
         nothing for an empty or whitespace query).
         """
+        rows_q, rows_d, rows_s = [], [], []
+        for q, ranked_q in self.ranked_lists(runs, params, limit, prior, queries).items():
+            rows_q += [q] * len(ranked_q)
+            rows_d += [d for d, _ in ranked_q]
+            rows_s += list(order_to_scores([s for _, s in ranked_q]))
+        df = pd.DataFrame({"qid": rows_q, "docid": rows_d, "score": rows_s})
+        return Run(df, name or f"preset:{self.name}")
+
+    def ranked_lists(self, runs: dict[str, Run], params: dict | None = None,
+                     limit: int | None = None, prior: dict[str, float] | None = None,
+                     queries: dict[str, str] | None = None) -> dict[str, list[tuple[str, float]]]:
+        """qid -> the system's ranked (docid, score) list, for every query of ``runs`` that
+        gets one (sorted qids): what :meth:`run` tabulates, without the table (a grid scores
+        these lists directly, :class:`rrfbench.engine.JudgedLists`)."""
         params = self.defaults() | (params or {})
         self.check(params)
         limit = self.limit_for(params, limit)
@@ -275,19 +289,15 @@ class Preset:
             per_q = hits_by_query(run, self.depth(role, params, limit))
             lists[role] = {q: self.filter_hits(role, hits, params) for q, hits in per_q.items()}
         qids = sorted(set().union(*[set(v) for v in lists.values()])) if lists else []
-        rows_q, rows_d, rows_s = [], [], []
+        out = {}
         for q in qids:
             if queries is not None and self.skips_query(queries.get(q)):
                 continue
             ranked_q = self.fuse_query({role: lists[role].get(q, []) for role in lists}, params,
                                        limit, prior)
-            if not ranked_q:
-                continue
-            rows_q += [q] * len(ranked_q)
-            rows_d += [d for d, _ in ranked_q]
-            rows_s += list(order_to_scores([s for _, s in ranked_q]))
-        df = pd.DataFrame({"qid": rows_q, "docid": rows_d, "score": rows_s})
-        return Run(df, name or f"preset:{self.name}")
+            if ranked_q:
+                out[q] = ranked_q
+        return out
 
     def fidelity_lines(self) -> list[str]:
         return [f"{f.status}: {f.item}" + (f" ({f.note})" if f.note else "")

@@ -48,3 +48,20 @@ def test_postings_scores_equal_get_scores_on_real_queries(cranfield):
     for text in cranfield.queries.text[:40]:
         qt = [t for t in regex_tokenize(text) if t in model.idf]
         assert np.array_equal(r.scores(model, postings, norm, qt), model.get_scores(qt))
+
+
+def test_index_shared_by_content_and_parameters(tiny_beir, tmp_path):
+    """Retrievers of one process share an index when corpus content and parameters agree; other
+    parameters or another corpus build their own."""
+    import shutil
+
+    ds = load_dataset(str(tiny_beir))
+    a, b = RankBM25Retriever(), RankBM25Retriever()
+    assert a.index(ds)[0] is b.index(ds)[0]
+    assert RankBM25Retriever(k1=1.2).index(ds)[0] is not a.index(ds)[0]
+    other = tmp_path / "other"
+    shutil.copytree(tiny_beir, other)
+    with open(other / "corpus.jsonl", "a") as fh:
+        fh.write('{"_id": "d5", "title": "", "text": "green pears"}\n')
+    model = RankBM25Retriever().index(load_dataset(str(other)))[0]
+    assert model is not a.index(ds)[0] and model.corpus_size == 5
