@@ -59,10 +59,12 @@ def _metrics_for_query(ranks_rel, gains_rel, n_rel, idcg, fam, cut, out):
         v = 0.0
         if f == NDCG:
             if idcg[m] > 0:
-                for j in range(ranks_rel.shape[0]):
+                for jj in range(order.shape[0]):  # in rank order, as trec_eval sums
+                    j = order[jj]
                     rk = ranks_rel[j]
-                    if rk <= k:
-                        v += gains_rel[j] / np.log2(rk + 1.0)
+                    if rk > k:
+                        break
+                    v += gains_rel[j] / np.log2(rk + 1.0)
                 v /= idcg[m]
         elif f == RECALL:
             if n_rel > 0:

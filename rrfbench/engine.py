@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -217,18 +218,22 @@ def metric_codes(metric_objs) -> tuple[np.ndarray, np.ndarray]:
 
 def ideal_dcg(relevant: pd.DataFrame, qids: list[str], metric_objs) -> np.ndarray:
     """(queries, metrics) ideal DCG at each nDCG metric's cut-off from the relevant judgments
-    (linear gains, as trec_eval's ``ndcg_cut``); 0 for the other metrics."""
+    (linear gains); 0 for the other metrics. Summed one term at a time in rank order with the C
+    library's ``log2``, as trec_eval's ``ndcg_cut`` does, so a metric the kernel computes is the
+    very float trec_eval gives (NumPy's pairwise sum and its own SIMD ``log2`` differ from it
+    in the last bit)."""
     out = np.zeros((len(qids), len(metric_objs)))
-    grades = {q: np.sort(g.to_numpy(dtype=np.float64))[::-1]
-              for q, g in relevant.groupby("qid").relevance}
+    grades = {q: sorted(g.tolist(), reverse=True) for q, g in relevant.groupby("qid").relevance}
     for qi, q in enumerate(qids):
         g = grades.get(q)
         if g is None:
             continue
         for m, mo in enumerate(metric_objs):
             if mo.family == "nDCG":
-                top = g[: (mo.cutoff or len(g))]
-                out[qi, m] = np.sum(top / np.log2(np.arange(2, len(top) + 2)))
+                total = 0.0
+                for i, grade in enumerate(g[: (mo.cutoff or len(g))]):
+                    total += float(grade) / math.log2(i + 2)
+                out[qi, m] = total
     return out
 
 
@@ -236,7 +241,7 @@ class JudgedLists:
     """Per-query metrics of ranked docid lists against ``qrels``, by the sweep engine's metric
     kernel: the numbers of :func:`rrfbench.evaluation.evaluate_per_query` on a run holding those
     lists (same conventions: a document is relevant at grade >= 1, linear gains, a judged query
-    without a list scores 0; checked in tests to 1e-12), without building a run table or calling
+    without a list scores 0; the same floats, bit for bit, tested), without building a run table or calling
     trec_eval per list. A studied system's grid is many such lists per query
     (:func:`rrfbench.tuning.preset_matrix`), and building and scoring run tables was most of
     its cost."""
