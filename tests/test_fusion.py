@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from rrfbench.fusion import normalise, order_to_scores, rrf, score_fusion
+from rrfbench.fusion import (check_choices, check_numbers, normalise, order_to_scores, rrf,
+                             score_floors, score_fusion)
 from rrfbench.runs import Run
 from tests.conftest import needs_scifact
 
@@ -186,3 +187,100 @@ def test_k_zero_needs_rank_base_one_and_bad_values_name_their_option():
         rrf([run], weights=[-1.0])
     with pytest.raises(InputError, match=r"^depth: "):
         rrf([run], depth=0)
+
+
+# --------------------------------------------------------------------------- found by mutmut (2)
+def _message(call) -> str:
+    from rrfbench.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        call()
+    return str(err.value)
+
+
+DENSE = Run.from_dict({"q": {"x": 0.5, "y": 0.0}}, "dense")  # no declared floor
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: score_fusion([]), "fusion needs at least one run"),
+    (lambda: rrf([A, B], weights=[0, 0]), "weights: at least one run needs a weight > 0"),
+    (lambda: score_fusion([A, B], weights=[0, 0]), "weights: at least one run needs a weight > 0"),
+    (lambda: rrf([A, B], depth=[1, 2, 3]), "depth: expected one value or 2 (one per run), got 3"),
+    (lambda: score_fusion([A, B], depth=[1, 2, 3]),
+     "depth: expected one value or 2 (one per run), got 3"),
+    (lambda: score_fusion([A, B], weights=[1, 2, 3]),
+     "weights: expected one value or 2 (one per run), got 3"),
+    (lambda: score_fusion([A, B], norm="tmm", theoretical_min=[0, 0, 0]),
+     "theoretical_min: expected one value or 2 (one per run), got 3"),
+    (lambda: rrf([A, B], limit=2.5), "limit: 2.5 must be a whole number"),
+    (lambda: rrf([A, B], limit=-1), "limit: -1 must be > 0"),
+    (lambda: score_fusion([A, B], limit=2.5), "limit: 2.5 must be a whole number"),
+    (lambda: score_fusion([A, B], limit=-1), "limit: -1 must be > 0"),
+    (lambda: score_fusion([A, B], depth=0), "depth: 0 must be > 0"),
+    (lambda: score_fusion([A, B], depth=1.5), "depth: 1.5 must be a whole number"),
+    (lambda: score_fusion([A, B], weights=["w", 1]), "weights: 'w' is not a number"),
+    (lambda: score_fusion([A, B], method="rrf"),
+     "method: 'rrf' is not one of convex, combsum, combmnz"),
+    (lambda: normalise(A.df, "x"), "norm: 'x' is not one of minmax, zscore, tmm, none"),
+    (lambda: normalise(A.df, "tmm"), "tmm normalisation needs the run's theoretical minimum score"),
+    (lambda: score_floors([DENSE]),
+     "tmm normalisation needs run 'dense''s theoretical minimum score, and it declares none (a "
+     "run read from a file without its manifest, or a fused run); pass theoretical_min=, or use "
+     "Run.with_meta(score_floor=...)"),
+    (lambda: check_numbers([None, -1], "w"), "w: -1 must be >= 0"),
+    (lambda: check_numbers([None, "x"], "k"), "k: 'x' is not a number"),
+    (lambda: check_choices(rank_base=2, option="--"), "--rank-base: '2' is not one of 0, 1"),
+    (lambda: check_choices(norm="x", option="--"),
+     "--norm: 'x' is not one of minmax, zscore, tmm, none"),
+    (lambda: check_choices(method="x"), "method: 'x' is not one of rrf, convex, combsum, combmnz"),
+])
+def test_every_refusal_says_exactly_what_is_wrong(call, message):
+    assert _message(call) == message
+
+
+def test_the_first_problem_is_named_and_tmm_says_how_to_declare_a_floor():
+    assert _message(lambda: rrf([])) == "fusion needs at least one run"
+    assert _message(lambda: score_fusion([A, B], "convex", "x", weights=[-1, 1])) == \
+        "norm: 'x' is not one of minmax, zscore, tmm, none"
+    assert _message(lambda: score_fusion([DENSE], "convex", "tmm")) == _message(
+        lambda: score_floors([DENSE]))
+    # a zero weight skips that run only
+    assert set(scores(score_fusion([A, B], weights=[0, 1]))) == {"b", "c"}
+
+
+def test_fused_runs_are_named_by_method_runs_and_settings():
+    assert rrf([A, B]).name == "rrf(A+B;k=60)"
+    assert rrf([A, B], k=[1, 2], weights=[0.7, 0.3]).name == "rrf(A+B;k=1,2;w=0.7,0.3)"
+    assert rrf([A, B], name="mine").name == "mine"
+    assert score_fusion([A, B]).name == "convex(A+B;norm=minmax)"
+    assert score_fusion([A, B], "convex", "zscore", weights=[0.5, 0.5]).name == \
+        "convex(A+B;norm=zscore;w=0.5,0.5)"
+    assert score_fusion([A, B], "combsum", weights=[0.5, 0.5]).name == "combsum(A+B;norm=minmax)"
+    assert score_fusion([A, B], name="mine").name == "mine"
+
+
+def test_score_fusion_defaults_depth_limit_and_raw_scores():
+    assert scores(score_fusion([A, B])) == scores(score_fusion([A, B], "convex", "minmax"))
+    assert score_floors([DENSE], norm="minmax") == [None]  # only tmm needs a floor
+    # depth 1: each run's top document only (a from A, b from B); depth 2 keeps rank 2
+    assert set(scores(score_fusion([A, B], "combsum", depth=1))) == {"a", "b"}
+    assert set(scores(score_fusion([A, B], "combsum", depth=[2, 1]))) == {"a", "b"}
+    assert set(scores(score_fusion([A, B], "combsum", depth=[1, 2]))) == {"a", "b", "c"}
+    assert score_fusion([A, B], "combsum", "none", limit=2).df.docid.tolist() == ["b", "c"]
+    assert scores(score_fusion([A, B], "combsum", "none")) == {"a": 3.0, "b": 11.0, "c": 8.0}
+    assert rrf([A, B], limit=1).df.docid.tolist() == ["b"]
+
+
+def test_a_constant_run_normalises_to_zero_and_still_counts_for_combmnz():
+    one = Run.from_dict({"q": {"a": 5.0}}, "C")  # one document: z-score sd 0
+    assert normalise(one.df, "zscore").tolist() == [0.0]
+    # a: C gives z 0 (present), A gives +1: combsum 1, times 2 runs present
+    assert scores(score_fusion([one, A], "combmnz", "zscore"))["a"] == pytest.approx(2.0)
+
+
+def test_order_to_scores_splits_every_tie_and_returns_floats():
+    out = order_to_scores([3, 2, 2])
+    assert (np.diff(out) < 0).all() and out.dtype == np.float64
+    assert np.allclose(out, [3, 2, 2], rtol=0, atol=1e-12)  # each tie split by an ulp, no more
+    ints = order_to_scores([3, 3, 1])
+    assert ints[1] == np.nextafter(3.0, -np.inf) and ints.tolist()[::2] == [3.0, 1.0]
