@@ -2,14 +2,17 @@
 
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
 import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
 
+from rrfbench._version import __version__
 from rrfbench.errors import InputError, ValidationWarning
 from rrfbench.exporters import constants, formats, render
 from rrfbench.presets import get_preset
@@ -130,3 +133,32 @@ def test_single_collection_result_warns_and_says_so_in_the_file():
         text = render(SWEEP_BEST, "yaml")
     assert "# validated on one collection only (scifact)" in text
     assert "not cross-validated on other collections" in render(NEXUS, "nexusai", warn=False)
+
+
+GOLDEN = Path(__file__).parent / "golden" / "exports"
+SYSTEM_SHAPES = {  # golden file -> (format, result)
+    "nexusai": ("nexusai", NEXUS), "nexusai-settings": ("nexusai-settings", NEXUS),
+    "titan": ("titan", TITAN),
+    "titan-every-option": ("titan", preset_best("titan", {
+        "k": 10, "vector_weight": 1.0, "fts_weight": 0.5, "overfetch": 5, "minSimilarity": 0.3,
+        "minScore": None, "dropoff": 0.5})),
+    "zeus-yaml": ("zeus-yaml", ZEUS), "zeus-python": ("zeus-python", ZEUS),
+    "ai-memory": ("ai-memory", AIMEM),
+    "ai-memory-other-constants": ("ai-memory", preset_best("ai-memory", {
+        "vector": True, "entity_match": False, "graph": False, "k": 20})),
+    "ai-memory-implied-constants": ("ai-memory", preset_best("ai-memory", {"vector": True})),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SYSTEM_SHAPES))
+def test_system_files_are_exactly_the_reviewed_ones(name):
+    """Each system's file, byte for byte, as reviewed against that system's own config file
+    (comments, file path, key names, number spelling): ``tests/golden/exports/<name>.txt``.
+    After a deliberate change, rewrite them with RRFBENCH_UPDATE_GOLDEN=1 and review the diff."""
+    fmt, best = SYSTEM_SHAPES[name]
+    text = render(best, fmt).replace(__version__, "<version>")
+    path = GOLDEN / f"{name}.txt"
+    if os.environ.get("RRFBENCH_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text()

@@ -36,3 +36,24 @@ def test_ties_by_docid_not_first_seen():
     # reader.rs sorts ties by page path ascending; rrfbench's docid stands for the path
     out = AIMEMORY.fuse_query({"fts5": ["z"], "vector": ["a"]}, {"vector": True}, 10)
     assert [d for d, _ in out] == ["a", "z"]
+
+
+# --------------------------------------------------------------------------- found by mutmut
+def test_stream_switches_and_stages_named_in_explain():
+    from rrfbench.presets.aimemory import candidate_limit
+    from rrfbench.presets.base import Hit
+
+    assert candidate_limit(0) == 0 and candidate_limit(1) == 20
+    lists = {role: [Hit(d, 1.0) for d in docs] for role, docs in
+             {"fts5": "ab", "entity_match": "c", "graph": "d", "vector": "e"}.items()}
+    on = {"vector": True, "entity_match": True, "graph": True, "k": 60}
+    assert set(AIMEMORY.contributions(lists, on, 10)) == set("abcde")
+    # a stream switched off is skipped, the others still count; FTS5 is always on
+    off = AIMEMORY.contributions(lists, on | {"entity_match": False}, 10)
+    assert set(off) == set("abde")
+    assert set(AIMEMORY.contributions(lists, {"k": 60}, 10)) == set("abcde")  # default: on
+    assert set(AIMEMORY.contributions(lists, on | {"fts5": False}, 10)) == set("abcde")
+    rows = AIMEMORY.explain_query(lists, on, 3, prior={"a": 1.0, "b": 2.0, "c": 0.1})
+    assert {r["docid"]: r["stage"] for r in rows} == {
+        "b": "kept (authority x1.5)", "a": "kept", "d": "kept", "e": "cut: limit",
+        "c": "cut: limit"}

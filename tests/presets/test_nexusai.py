@@ -65,3 +65,18 @@ def test_run_keeps_system_tie_order():
 def test_exports():
     js = NEXUSAI.exports["nexusai"]({"semanticWeight": 1.5, "keywordWeight": 2.0, "RRF_K": 60}, ["p"])
     assert "export const RETRIEVAL" in js and "KEYWORD_WEIGHT: 2," in js
+
+
+# --------------------------------------------------------------------------- found by mutmut
+def test_valid_grid_points_and_contributions_by_stream():
+    from rrfbench.presets.base import Hit
+
+    assert not NEXUSAI.valid({"semanticWeight": 0.0, "keywordWeight": 0.0})
+    assert NEXUSAI.valid({"semanticWeight": 0.5, "keywordWeight": 0.0})
+    assert NEXUSAI.valid({"semanticWeight": 0.0, "keywordWeight": 0.5})
+    p = {"semanticWeight": 1.0, "keywordWeight": 2.0}
+    c = NEXUSAI.contributions({"semantic": [Hit("a", 0.9)], "keyword": [Hit("a", 5), Hit("b", 4)]},
+                              p, 10)
+    assert c == {"a": {"semantic": 1 / 61, "keyword": 2 / 61}, "b": {"keyword": 2 / 62}}
+    assert NEXUSAI.contributions({"keyword": [Hit("b", 4)]}, p, 10) == {"b": {"keyword": 2 / 61}}
+    assert NEXUSAI.contributions({"semantic": [Hit("a", 0.9)]}, p, 10) == {"a": {"semantic": 1 / 61}}

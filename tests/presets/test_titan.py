@@ -78,3 +78,54 @@ def test_overfetch_min_similarity_and_empty_query():
     q = out.df[out.df.qid == "q"]
     assert set(q.docid) == {"a", "b"}  # c (similarity 0.1) dropped by minSimilarity
     assert q.score.max() == pytest.approx(1 / 61 + 1 / 62)  # b: fts rank 1, vector rank 2
+
+
+# --------------------------------------------------------------------------- found by mutmut
+def test_dropoff_boundaries_equal_drop_cuts_and_zero_scores_are_skipped():
+    assert dropoff_cut([1.0, 0.5, 0.45], 0.5) == 1     # a drop of exactly the threshold cuts
+    assert dropoff_cut([1.0, 0.9, 0.0, 0.0], 0.5) == 2  # 0.9 -> 0 is 100%; 0 -> 0 is skipped
+    assert dropoff_cut([0.5], 0.1) == 1
+
+
+def test_valid_needs_one_positive_weight():
+    assert not TITAN.valid(P | {"vector_weight": 0.0, "fts_weight": 0.0})
+    assert TITAN.valid(P | {"vector_weight": 0.5, "fts_weight": 0.0})
+    assert TITAN.valid(P | {"vector_weight": 0.0, "fts_weight": 0.5})
+
+
+def test_min_similarity_filters_the_vector_stream_only_and_keeps_equals():
+    from rrfbench.presets.base import Hit
+
+    hits = [Hit("a", 0.5), Hit("b", 0.3), Hit("c", 0.2)]
+    assert [h.docid for h in TITAN.filter_hits("vector", hits, P | {"minSimilarity": 0.3})] == \
+        ["a", "b"]
+    assert TITAN.filter_hits("fts", hits, P | {"minSimilarity": 0.3}) == hits
+    assert TITAN.filter_hits("vector", hits, P) == hits
+
+
+def test_retriever_order_is_checked_with_a_message_and_graph_has_weight_one():
+    from rrfbench.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        TITAN.check(P | {"retriever_order": ("fts", "vector")})
+    assert str(err.value) == ("retriever_order: ('fts', 'vector') must order fts, vector, graph")
+    c = TITAN.contributions({"graph": [TITAN_HIT("g")], "fts": [TITAN_HIT("a")]}, P, 10)
+    assert c == {"a": {"fts": 1 / 61}, "g": {"graph": 1 / 61}}
+
+
+def TITAN_HIT(docid):
+    from rrfbench.presets.base import Hit
+
+    return Hit(docid, 1.0)
+
+
+def test_every_cut_is_named_in_explain_and_equal_scores_survive_min_score():
+    lists = {"fts": [TITAN_HIT(d) for d in "abc"], "vector": [TITAN_HIT(d) for d in "ad"]}
+    # a 2/61, b 1/62, d 1/62, c 1/63
+    rows = TITAN.explain_query(lists, P | {"minScore": 1 / 63 + 1e-9, "dropoff": 0.4}, 10)
+    assert {r["docid"]: r["stage"] for r in rows} == {
+        "a": "kept", "b": "cut: dropoff", "d": "cut: dropoff", "c": "cut: minScore"}
+    kept = TITAN.fuse_query(lists, P | {"minScore": 1 / 63}, 10)
+    assert [d for d, _ in kept] == ["a", "b", "d", "c"]  # a score equal to minScore stays
+    rows = TITAN.explain_query(lists, P, 2)
+    assert [r["stage"] for r in rows] == ["kept", "kept", "cut: limit", "cut: limit"]

@@ -92,3 +92,31 @@ def test_multi_knowledge_base_on_a_partitioned_corpus(tiny_beir, results_root):
     assert set(merged.qids) == set(single.qids)
     # per-base BM25 statistics differ from one index over the whole corpus
     assert len(merged) <= 2 * 3
+
+
+# --------------------------------------------------------------------------- found by mutmut
+def test_valid_limit_threshold_and_contributions_by_stream():
+    from rrfbench.errors import InputError
+    from rrfbench.presets.base import Hit
+
+    assert not ZEUS.valid(P | {"vector_weight": 0.0, "keyword_weight": 0.0})
+    assert ZEUS.valid(P | {"vector_weight": 0.5, "keyword_weight": 0.0})
+    assert ZEUS.valid(P | {"vector_weight": 0.0, "keyword_weight": 0.5})
+    with pytest.raises(InputError) as err:
+        ZEUS.limit_for(P, 7)
+    assert str(err.value) == ("--limit: Zeus's result limit is top_k (5); a separate limit is a "
+                              "configuration Zeus cannot have: use --set top_k=N")
+    hits = [Hit("a", 0.5), Hit("b", 0.3), Hit("c", 0.2)]
+    assert [h.docid for h in ZEUS.filter_hits("vector", hits, P | {"score_threshold": 0.3})] == \
+        ["a", "b"]  # a score equal to the threshold stays
+    assert ZEUS.filter_hits("keyword", hits, P | {"score_threshold": 0.3}) == hits
+    lists = {"vector": [Hit("a", 0.9), Hit("b", 0.8)], "keyword": [Hit("b", 3.0), Hit("c", 2.0)]}
+    assert ZEUS.contributions(lists, P, 5) == {
+        "a": {"vector": 0.6 / 60}, "b": {"vector": 0.6 / 61, "keyword": 0.4 / 60},
+        "c": {"keyword": 0.4 / 61}}
+    # vector-only mode (no rerank, no BM25, or no keyword stream): the vector order, 1 / (i + 1)
+    only = {"a": {"vector": 1.0}, "b": {"vector": 0.5}}
+    assert ZEUS.contributions(lists, P | {"use_rerank": False}, 5) == only
+    assert ZEUS.contributions(lists, P | {"bm25_available": False}, 5) == only
+    assert ZEUS.contributions({"vector": lists["vector"]}, P, 5) == only
+    assert ZEUS.contributions({"keyword": lists["keyword"]}, P | {"use_rerank": False}, 5) == {}
