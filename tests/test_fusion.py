@@ -1,8 +1,15 @@
 import numpy as np
 import pytest
 
-from rrfbench.fusion import (check_choices, check_numbers, normalise, order_to_scores, rrf,
-                             score_floors, score_fusion)
+from rrfbench.fusion import (
+    check_choices,
+    check_numbers,
+    normalise,
+    order_to_scores,
+    rrf,
+    score_floors,
+    score_fusion,
+)
 from rrfbench.runs import Run
 from tests.conftest import needs_scifact
 
