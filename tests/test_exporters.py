@@ -143,6 +143,10 @@ SYSTEM_SHAPES = {  # golden file -> (format, result)
         "k": 10, "vector_weight": 1.0, "fts_weight": 0.5, "overfetch": 5, "minSimilarity": 0.3,
         "minScore": None, "dropoff": 0.5})),
     "zeus-yaml": ("zeus-yaml", ZEUS), "zeus-python": ("zeus-python", ZEUS),
+    "zeus-yaml-threshold": ("zeus-yaml", preset_best("zeus", ZEUS.config | {
+        "score_threshold": 0.25})),
+    "nexusai-implied-k": ("nexusai", preset_best("nexusai", {"semanticWeight": 1.0,
+                                                             "keywordWeight": 0.5})),
     "ai-memory": ("ai-memory", AIMEM),
     "ai-memory-other-constants": ("ai-memory", preset_best("ai-memory", {
         "vector": True, "entity_match": False, "graph": False, "k": 20})),

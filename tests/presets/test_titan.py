@@ -111,6 +111,8 @@ def test_retriever_order_is_checked_with_a_message_and_graph_has_weight_one():
     assert str(err.value) == ("retriever_order: ('fts', 'vector') must order fts, vector, graph")
     c = TITAN.contributions({"graph": [TITAN_HIT("g")], "fts": [TITAN_HIT("a")]}, P, 10)
     assert c == {"a": {"fts": 1 / 61}, "g": {"graph": 1 / 61}}
+    c = TITAN.contributions({"graph": [TITAN_HIT("g")]}, P | {"graph_weight": 2.0}, 10)
+    assert c == {"g": {"graph": 2 / 61}}
 
 
 def TITAN_HIT(docid):

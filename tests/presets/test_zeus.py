@@ -120,3 +120,48 @@ def test_valid_limit_threshold_and_contributions_by_stream():
     assert ZEUS.contributions(lists, P | {"bm25_available": False}, 5) == only
     assert ZEUS.contributions({"vector": lists["vector"]}, P, 5) == only
     assert ZEUS.contributions({"keyword": lists["keyword"]}, P | {"use_rerank": False}, 5) == {}
+
+
+def test_without_rank_bm25_or_jieba_zeus_has_no_keyword_stream(monkeypatch):
+    import sys
+
+    from rrfbench.presets.zeus import bm25_available
+
+    assert bm25_available() and "keyword" in ZEUS.roles_available()
+    monkeypatch.setitem(sys.modules, "rank_bm25", None)  # import fails
+    assert not bm25_available()
+    assert ZEUS.roles_available() == {"vector": ZEUS.streams["vector"]}
+
+
+def test_knowledge_bases_partition_by_seed_and_ask_for_the_right_runs(tiny_beir, results_root):
+    from rrfbench import load_dataset
+    from rrfbench.errors import InputError
+    from rrfbench.runs import Run
+
+    ds = load_dataset(str(tiny_beir))
+    vec = Run.from_dict({"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.1, "d4": 0.05}}, "dense")
+    vec = vec.with_meta(score_floor=-1.0)
+    asked = []
+
+    def retrieve(d, spec, split):
+        asked.append((d.name, spec, split))
+        if spec == "dense":
+            return vec
+        return Run.from_dict({"q1": {x: 1.0 for x in d.corpus.docid}}, "kw")
+
+    one = ZEUS.knowledge_bases(ds, "test", 1, retrieve)
+    assert set(one[0]["vector"].df.docid) == {"d1", "d2", "d3", "d4"}
+    assert one[0]["vector"].name == "dense" and one[0]["vector"].score_floor == -1.0
+    assert asked[0] == (ds.name, "dense", "test") and asked[1][1:] == ("rank_bm25:jieba", "test")
+    seeded = ZEUS.knowledge_bases(ds, "test", 3, retrieve)
+    again = ZEUS.knowledge_bases(ds, "test", 3, retrieve, seed=0)
+    split = [set(b["vector"].df.docid) for b in seeded]
+    assert split == [set(b["vector"].df.docid) for b in again]  # the default seed is 0
+    assert set().union(*split) == {"d1", "d2", "d3", "d4"} and sum(map(len, split)) == 4
+    assert [set(b["keyword"].df.docid) for b in seeded] == split  # each base's own corpus
+    with pytest.raises(InputError) as err:
+        ZEUS.knowledge_bases(ds, "test", 0, retrieve)
+    assert str(err.value) == "--bases: 0 must be >= 1"
+    merged = ZEUS.run_bases(seeded, P | {"top_k": 2})
+    assert merged.name == "preset:zeus:3-bases" and len(merged) == 2
+    assert ZEUS.run_bases(seeded, P, name="mine").name == "mine"
