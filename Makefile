@@ -47,6 +47,7 @@ bench: $(VENV)/.dense-dev
 	$(BIN)/python benchmarks/bench_fts5.py
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_suite.py
+	$(BIN)/python benchmarks/bench_presets.py
 	$(BIN)/python benchmarks/bench_dense.py
 
 ## regress: metric-regression check against results/baselines.json
