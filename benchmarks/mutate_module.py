@@ -27,7 +27,17 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTMUT = str(Path(sys.executable).parent / "mutmut")
 
 
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(module: str, selection: list[str]) -> None:
+    if not (ROOT / module).is_file() or not module.startswith("rrfbench/"):
+        fail(f"{module}: not a module of the package (e.g. rrfbench/fusion.py)")
+    missing = [a for a in selection if a.startswith("tests") and not (ROOT / a.split("::")[0]).exists()]
+    if missing:
+        fail(f"{missing[0]}: no such test file or folder")
     work = Path(tempfile.gettempdir()) / f"rrfbench-mutate-{Path(module).stem}"
     subprocess.run(["git", "worktree", "remove", "--force", str(work)], cwd=ROOT,
                    capture_output=True)
@@ -49,6 +59,9 @@ def main(module: str, selection: list[str]) -> None:
     results = subprocess.run([MUTMUT, "results", "--all", "true"], cwd=work, env=env,
                              capture_output=True, text=True).stdout
     (work / "mutation.txt").write_text(results)
+    if not re.search(r": (killed|survived|timeout)$", results, re.M):
+        fail(f"no mutant of {module} was tested: did the test selection pass on the unmutated "
+             f"code? (run it with pytest in {work})")
     survivors = [ln.split(":")[0].strip() for ln in results.splitlines()
                  if ln.strip().endswith(": survived")]
     with open(work / "survivors.txt", "w") as out:
@@ -64,5 +77,5 @@ def main(module: str, selection: list[str]) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) < 3:
-        sys.exit(__doc__)
+        fail("usage: python benchmarks/mutate_module.py MODULE TEST_PATH... [pytest options]")
     main(sys.argv[1], sys.argv[2:])
