@@ -48,6 +48,7 @@ bench: $(VENV)/.dense-dev
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_suite.py
 	$(BIN)/python benchmarks/bench_presets.py
+	$(BIN)/python benchmarks/bench_jieba.py
 	$(BIN)/python benchmarks/bench_dense.py
 
 ## regress: metric-regression check against results/baselines.json

@@ -154,3 +154,22 @@ def mini_beir(tmp_path_factory):
             "query-id\tcorpus-id\tscore\n" + "".join(
                 f"{a}\t{b}\t{c}\n" for a, b, c in zip(rows.qid, rows.docid, rows.relevance, strict=True)))
     return d
+
+
+def python_without_jit(code: str, *args: str, timeout: int = 300) -> str:
+    """Run ``code`` (with ``args`` as ``sys.argv[1:]``) in a fresh interpreter with
+    ``NUMBA_DISABLE_JIT=1`` and return its stdout.
+
+    For checks against ranx: ranx's numba kernels take ~75 s to compile in a fresh
+    environment (and ~20 s to load even when cached), while its Python source, the same
+    algorithm, runs the test-sized inputs in well under a second without the JIT. Numba is
+    already loaded in the test process (rrfbench's kernels), so this needs its own process.
+    """
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                       timeout=timeout, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout

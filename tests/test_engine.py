@@ -228,3 +228,143 @@ def test_preset_grid_scores_equal_run_then_evaluate(cranfield, name):
         want = evaluate_per_query(p.run(runs, params), q, metrics).to_numpy().T
         assert np.array_equal(got[i], want), params  # the very floats trec_eval gives
     assert len({round(got[i, 0].mean(), 12) for i in range(len(grid))}) > 1
+
+
+# --------------------------------------------------------------------------- synthetic oracle
+def _synthetic(seed: int = 7):
+    """Three runs over 24 judged queries and one unjudged: overlapping candidate pools, score
+    ties, a run that misses some queries, graded and grade-0 judgments, a judged query no run
+    answers. Scores are floats with few distinct values, so fused ties happen."""
+    from rrfbench.runs import Qrels, Run
+
+    rng = np.random.default_rng(seed)
+    docs = [f"d{i:03d}" for i in range(60)]
+    qrels = {}
+    for q in range(24):
+        picks = rng.choice(60, size=int(rng.integers(1, 7)), replace=False)
+        qrels[f"q{q}"] = {docs[i]: int(g) for i, g in zip(picks, rng.integers(0, 3, len(picks)),
+                                                             strict=True)}
+    qrels["q_none"] = {docs[0]: 1}  # judged, no run answers it
+    runs = []
+    for name, floor, size in (("bm25", 0.0, 30), ("dense", -1.0, 40), ("fts5", 0.0, 12)):
+        rows = []
+        for q in [*(f"q{i}" for i in range(24)), "q_unjudged"]:
+            if name == "fts5" and q in ("q3", "q4"):
+                continue  # this run has nothing for these queries
+            picks = rng.choice(60, size=size, replace=False)
+            scores = np.round(rng.uniform(0.1 if floor == 0 else -0.9, 1.0, size), 1)
+            rows += [(q, docs[i], float(s)) for i, s in zip(picks, scores, strict=True)]
+        runs.append(Run(pd.DataFrame(rows, columns=["qid", "docid", "score"]), name)
+                    .with_meta(score_floor=floor))
+    return runs, Qrels.from_dict(qrels)
+
+
+SYNTH_METRICS = ["nDCG@5", "nDCG@10", "R@20", "RR@10", "AP@1000", "P@5"]
+
+
+def _synthetic_grid(n_runs: int) -> list[Config]:
+    grid = make_grid(n_runs, methods=("rrf",), k=(0.5, 1, 60), weight_step=0.5,
+                     depth=(None, (5, 10, 3)[:n_runs]), rank_base=(0, 1), limit=None)
+    grid += make_grid(n_runs, methods=("rrf",), k=(2,), per_run_k=True, weights=[(1,) * n_runs],
+                      limit=8)
+    grid += make_grid(n_runs, methods=("convex", "combsum", "combmnz"),
+                      norms=("minmax", "zscore", "tmm", "none"),
+                      missing=("zero", "min"), weight_step=0.5)
+    return grid
+
+
+def test_engine_equals_fuse_then_trec_eval_on_synthetic_runs():
+    """The engine's per-query values are trec_eval's on the fused run, bit for bit, for every
+    family, normalisation, missing rule, depth, rank base, per-run k and limit (synthetic
+    runs with ties, gaps and graded judgments)."""
+    runs, qrels = _synthetic()
+    grid = _synthetic_grid(3)
+    assert len(grid) > 150
+    eng = FusionEngine(runs, qrels, SYNTH_METRICS)
+    got = eng.evaluate(grid)
+    assert got.shape == (len(grid), len(SYNTH_METRICS), 25)
+    for i, c in enumerate(grid):
+        want = evaluate_per_query(c.fuse(runs), qrels, SYNTH_METRICS).loc[eng.qids].to_numpy().T
+        assert np.array_equal(got[i], want), c.label(eng.names)
+    assert not got[:, :, eng.qids.index("q_none")].any()
+
+
+def test_engine_table_subset_and_sweep_on_synthetic_runs(tmp_path):
+    runs, qrels = _synthetic()
+    grid = _synthetic_grid(3)[:40]
+    eng = FusionEngine(runs, qrels, SYNTH_METRICS)
+    table = eng.table(grid, start_id=5)
+    pq = eng.evaluate(grid)
+    assert table.config_id.tolist() == list(range(5, 45))
+    assert np.array_equal(table["nDCG@5"].to_numpy(), pq[:, 0].mean(axis=1))
+    assert np.array_equal(table["P@5"].to_numpy(), pq[:, 5].mean(axis=1))
+    assert [list(x) for x in table.per_query] == pq[:, 0].tolist()
+    assert table.label.tolist() == [c.label(eng.names) for c in grid]
+    sub = eng.subset(["q1", "q5", "q_none"])
+    assert sub.qids == ["q1", "q5", "q_none"]
+    full = dict(zip(eng.qids, pq[:, 1].T, strict=True))
+    assert np.array_equal(sub.evaluate(grid)[:, 1], np.stack([full[q] for q in sub.qids], 1))
+    swept = run_sweep(eng, grid, tmp_path / "s", chunk_size=7, progress=False)
+    pd.testing.assert_frame_equal(swept.drop(columns="grid_hash", errors="ignore"),
+                                  eng.table(grid), check_dtype=False)
+    assert not (tmp_path / "s" / "sweep.parts").exists()
+    again = run_sweep(eng, grid, tmp_path / "s", chunk_size=7, progress=False)
+    pd.testing.assert_frame_equal(again, swept)
+    assert run_sweep(eng, grid, progress=False)[SYNTH_METRICS].equals(table[SYNTH_METRICS])
+
+
+def test_configs_from_table_and_family_labels_roundtrip():
+    from rrfbench.engine import configs_from_table, family_labels
+
+    runs, qrels = _synthetic()
+    grid = _synthetic_grid(3)
+    eng = FusionEngine(runs, qrels, ["RR@10"])
+    table = eng.table(grid)
+    assert configs_from_table(table, eng.names) == grid
+    fam = family_labels(table)
+    assert set(fam) == {"rrf"} | {f"{m} {n} /{x}" for m in ("convex", "combsum", "combmnz")
+                                  for n in ("minmax", "zscore", "tmm", "none")
+                                  for x in ("zero", "min")}
+
+
+def test_engine_refuses_bad_runs_and_configs():
+    from rrfbench.errors import InputError
+    from rrfbench.runs import Qrels, Run
+
+    qrels = Qrels.from_dict({"q": {"a": 1}})
+    a = Run.from_dict({"q": {"a": 1.0}}, "x")
+    with pytest.raises(InputError, match="^the sweep engine needs at least one run$"):
+        FusionEngine([], qrels)
+    with pytest.raises(InputError, match=r"runs need distinct names; got \['x', 'x'\]"):
+        FusionEngine([a, a], qrels)
+    eng = FusionEngine([a, Run.from_dict({"q": {"a": 1.0}}, "y")], qrels, ["RR@10"])
+    for bad, msg in ((Config("rrf", (60.0, 60.0), (0.0, 0.0), (None, None)),
+                      "at least one run needs a weight > 0"),
+                     (Config("rrf", (60.0,), (1.0,), (None,)), "expected one value per run"),
+                     (Config("convex", (0.0, 0.0), (1.0, 1.0), (5, None), 1, "minmax", "zero"),
+                      "score fusion uses each run's full depth"),
+                     (Config("rrf", (0.0, 60.0), (1.0, 1.0), (None, None), 0),
+                      "k: 0"),
+                     (Config("rrf", (60.0, 60.0), (1.0, 1.0), (None, None), 1, limit=-3),
+                      "limit")):
+        with pytest.raises(InputError, match=msg):
+            eng.evaluate([bad])
+
+
+def test_config_labels_and_rows():
+    names = ["bm25", "dense"]
+    c = Config("rrf", (60.0, 60.0), (0.7, 0.3), (None, None))
+    assert c.label(names) == "rrf k=60 w=0.7,0.3"
+    assert Config("rrf", (10.0, 60.0), (1.0, 1.0), (20, None), 0).label(names) == \
+        "rrf k=10,60 w=1,1 depth=20,None base=0"
+    assert Config("convex", (0.0, 0.0), (0.5, 0.5), (None, None), 1, "zscore", "min").label(
+        names) == "convex zscore w=0.5,0.5 missing=min"
+    assert Config("combmnz", (0.0, 0.0), (1.0, 1.0), (None, None), 1, "minmax", "zero").label(
+        names) == "combmnz minmax missing=zero"
+    row = Config("rrf", (10.0, 60.0), (1.0, 0.5), (20, None), 0, limit=9).row(names)
+    assert row == {"method": "rrf", "label": "rrf k=10,60 w=1,0.5 depth=20,None base=0",
+                   "rank_base": 0, "norm": "", "missing": "", "limit": 9, "k_bm25": 10.0,
+                   "w_bm25": 1.0, "depth_bm25": 20, "k_dense": 60.0, "w_dense": 0.5,
+                   "depth_dense": 0}
+    row = Config("convex", (0.0, 0.0), (0.5, 0.5), (None, None), 1, "tmm", "min").row(names)
+    assert (row["norm"], row["missing"], row["limit"]) == ("tmm", "min", 0)

@@ -23,7 +23,7 @@ import Stemmer
 from ..errors import choice
 from ..runs import Run
 from .base import lib_versions
-from .rank_bm25 import jieba_module
+from .rank_bm25 import jieba_lcut
 
 
 def _bm25s():
@@ -53,8 +53,7 @@ def _stemmer(language: str | None):
 
 def jieba_segment(texts: list[str]) -> list[str]:
     """Each text as jieba tokens (with a letter or digit) joined by spaces, lowercased."""
-    jieba = jieba_module()
-    return [" ".join(t for t in jieba.lcut(x.lower()) if any(c.isalnum() for c in t))
+    return [" ".join(t for t in jieba_lcut(x.lower()) if any(c.isalnum() for c in t))
             for x in texts]
 
 

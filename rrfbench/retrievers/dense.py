@@ -18,6 +18,9 @@
 * Document text is ``title + " " + text``; embeddings are L2-normalised, so cosine = dot.
 * Corpus embeddings are cached as float32 ``.npy`` keyed by (model, backend, dataset
   fingerprint, text recipe, max_seq_length, document prefix): computed once per machine.
+  Query embeddings too, keyed by that recipe, the library versions, the batch size and the
+  exact list of query texts (:meth:`DenseRetriever.query_embeddings`): a warm retrieval loads no
+  model.
 * Query and document prefixes are a per-model setting (:data:`MODEL_PROFILES`) applied exactly
   once: when the model's own configuration already defines a ``query``/``document`` prompt, that
   prompt is used and no retriever-side prefix is added (titan's rule: a retriever must not
@@ -440,6 +443,32 @@ class DenseRetriever:
         encoding follow (the shard layout decides the numbers, see :meth:`corpus_embeddings`)."""
         return self.encode(texts, "document", chunk=len(texts) + 1)
 
+    def query_embeddings(self, texts: list[str]) -> np.ndarray:
+        """:meth:`encode` of the queries, cached per machine by content.
+
+        The key is the embedding recipe, the library versions, the batch size and every query
+        text in order (an encode call's batches depend on all its texts), so a hit is what
+        encoding again would give on this machine. A warm retrieval then needs neither the
+        model nor sentence-transformers (about 8 s of imports and loading per process).
+        """
+        key = json.dumps({**self.embedding_params(), "versions": self.versions(),
+                          "batch_size": self.batch_size, "role": "query",
+                          "texts_sha256": hashlib.sha256("\x1e".join(texts).encode()).hexdigest()},
+                         sort_keys=True)
+        path = cache_dir() / "queries" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.npy"
+        self.last_stats["query_embeddings_cached"] = path.exists()
+        if path.exists():
+            try:
+                emb = np.load(path)
+                if emb.shape[0] == len(texts) and emb.dtype == np.float32:
+                    return emb
+            except (OSError, ValueError):
+                pass  # unreadable: encode again and overwrite it
+            self.last_stats["query_embeddings_cached"] = False
+        emb = self.encode(texts, "query")
+        write_npy(path, emb)
+        return emb
+
     def embedding_params(self) -> dict:
         """The parameters that decide the corpus embeddings (not the search)."""
         out = self.params()
@@ -470,7 +499,7 @@ class DenseRetriever:
     def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:
         self.last_stats = {}
         docs = self.corpus_embeddings(dataset)
-        q = self.encode(list(queries.text), "query")
+        q = self.query_embeddings(list(queries.text))
         if self.ann:
             index = self.ann_index(dataset, docs)
             index.hnsw.efSearch = max(self.hnsw["efSearch"], depth)

@@ -41,8 +41,57 @@ def jieba_module():
     return jieba
 
 
+class JiebaSegmenter:
+    """``jieba.lcut`` (accurate mode, HMM on), remembering each block's words.
+
+    jieba splits a text into blocks (runs of Han characters, letters, digits and ``+#&._%-``)
+    and segments each block on its own through its dictionary DAG and HMM, a pure function of
+    the block. English text is mostly one block per word, so a corpus repeats the same few
+    thousand blocks: remembering their words gives ``jieba.lcut``'s output, token for token
+    (checked against it in the tests), 4.9x faster on scifact's corpus
+    (``python benchmarks/bench_jieba.py``). The memo hooks jieba's own
+    per-block step on a private :class:`jieba.Tokenizer` instance (the module's default one is
+    left alone); a jieba without that step is used as it is.
+    """
+
+    MAX_BLOCKS = 1 << 20  # then the memo starts over
+
+    def __init__(self):
+        jieba = jieba_module()
+        self.tokenizer = jieba.Tokenizer()
+        self.memo: dict[str, tuple[str, ...]] = {}
+        self.memoised = hasattr(self.tokenizer, "_Tokenizer__cut_DAG")
+        if self.memoised:
+            segment = self.tokenizer._Tokenizer__cut_DAG
+            memo = self.memo
+
+            def cut_block(block: str):
+                words = memo.get(block)
+                if words is None:
+                    if len(memo) >= self.MAX_BLOCKS:
+                        memo.clear()
+                    words = memo[block] = tuple(segment(block))
+                return iter(words)
+
+            self.tokenizer._Tokenizer__cut_DAG = cut_block
+
+    def lcut(self, text: str) -> list[str]:
+        return self.tokenizer.lcut(text)
+
+
+_SEGMENTER: JiebaSegmenter | None = None
+
+
+def jieba_lcut(text: str) -> list[str]:
+    """``jieba.lcut(text)``, through one process-wide :class:`JiebaSegmenter`."""
+    global _SEGMENTER
+    if _SEGMENTER is None:
+        _SEGMENTER = JiebaSegmenter()
+    return _SEGMENTER.lcut(text)
+
+
 def jieba_tokenize(text: str) -> list[str]:
-    return [t for t in jieba_module().lcut(text) if t.strip()]
+    return [t for t in jieba_lcut(text) if t.strip()]
 
 
 TOKENIZERS = {"regex": regex_tokenize, "jieba": jieba_tokenize}

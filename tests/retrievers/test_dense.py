@@ -84,3 +84,48 @@ def test_multilingual_model_from_the_registry_handles_chinese(tiny_zh):
     r = make_retriever("dense;model=use-multilingual-v3", show_progress=False)
     run = r.retrieve(ds, ds.split_queries("test"), 10)
     assert r.name == "dense-use-multilingual-v3" and run.df.docid.tolist()[0] == "a"
+
+
+def test_query_embeddings_cached_by_content(tiny_beir, tmp_path, monkeypatch):
+    """A second retrieval reads the query embeddings back (no model call) and gets the same
+    floats; another query text, another batch size or another prefix is another entry."""
+    from rrfbench.datasets import load_dataset
+
+    monkeypatch.setenv("RRFBENCH_CACHE", str(tmp_path / "cache"))
+    ds = load_dataset(str(tiny_beir))
+    queries = ds.split_queries("test")
+    r = DenseRetriever(backend="torch", show_progress=False)
+    first = r.retrieve(ds, queries, 4)
+    assert r.last_stats["query_embeddings_cached"] is False
+    calls = []
+    monkeypatch.setattr(r, "encode", lambda texts, role, **kw: calls.append(role) or 1 / 0)
+    again = r.retrieve(ds, queries, 4)
+    assert r.last_stats["query_embeddings_cached"] is True and calls == []
+    assert first.df.equals(again.df)
+    (entry,) = (tmp_path / "cache" / "queries").glob("*.npy")
+    ref = DenseRetriever(backend="torch", show_progress=False).encode(list(queries.text), "query")
+    assert np.array_equal(np.load(entry), ref)  # what encoding again gives, bit for bit
+    monkeypatch.undo()
+    monkeypatch.setenv("RRFBENCH_CACHE", str(tmp_path / "cache"))
+    for other in (DenseRetriever(backend="torch", batch_size=8, show_progress=False),
+                  DenseRetriever(backend="torch", query_prefix="q: ", show_progress=False)):
+        other.query_embeddings(list(queries.text))
+        assert other.last_stats["query_embeddings_cached"] is False
+    r.query_embeddings(list(queries.text)[:1])
+    assert r.last_stats["query_embeddings_cached"] is False
+    assert len(list((tmp_path / "cache" / "queries").glob("*.npy"))) == 4
+
+
+def test_unreadable_query_cache_entry_is_encoded_again(tiny_beir, tmp_path, monkeypatch):
+    from rrfbench.datasets import load_dataset
+
+    monkeypatch.setenv("RRFBENCH_CACHE", str(tmp_path / "cache"))
+    ds = load_dataset(str(tiny_beir))
+    texts = list(ds.split_queries("test").text)
+    r = DenseRetriever(backend="torch", show_progress=False)
+    good = r.query_embeddings(texts)
+    (entry,) = (tmp_path / "cache" / "queries").glob("*.npy")
+    entry.write_bytes(b"not an array")
+    again = r.query_embeddings(texts)
+    assert r.last_stats["query_embeddings_cached"] is False and np.array_equal(good, again)
+    assert np.array_equal(np.load(entry), good)  # rewritten

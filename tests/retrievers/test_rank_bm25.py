@@ -6,7 +6,13 @@ import pytest
 
 from rrfbench.datasets import load_dataset
 from rrfbench.errors import InputError
-from rrfbench.retrievers.rank_bm25 import RankBM25Retriever, jieba_tokenize, regex_tokenize
+from rrfbench.retrievers.rank_bm25 import (
+    JiebaSegmenter,
+    RankBM25Retriever,
+    jieba_module,
+    jieba_tokenize,
+    regex_tokenize,
+)
 from tests.conftest import needs_cranfield
 
 
@@ -16,6 +22,42 @@ def test_tokenizers():
     assert "Red" in jieba_tokenize("Red cars")  # jieba keeps case, as a Zeus deployment does
     with pytest.raises(InputError, match="tokenizer: 'x' is not one of"):
         RankBM25Retriever(tokenizer="x")
+
+
+MIXED = ["我爱北京 天安门", "Red CARS, fast! red cars", "", "   ", "C++ 和 Python3.11 的 BM25Okapi",
+         "GPT-4o 与 e-mail 地址 a.b@c.d 50% 的人", "上海是一个大城市。上海是一个大城市。", "x" * 300,
+         "Ünïcode naïve café 東京", "北京大学生前来应聘"]
+
+
+def test_memoised_segmenter_equals_jieba_lcut():
+    """Every text, on first sight and again from the memo, gets jieba.lcut's tokens."""
+    jieba = jieba_module()
+    seg = JiebaSegmenter()
+    assert seg.memoised
+    for rnd in range(2):
+        for text in MIXED:
+            assert seg.lcut(text) == jieba.lcut(text), (rnd, text)
+    assert "上海是一个大城市" in seg.memo and "cars" in seg.memo
+
+
+def test_memoised_segmenter_equals_jieba_lcut_on_real_corpora():
+    from tests.conftest import _have
+
+    jieba = jieba_module()
+    names = [n for n in ("cranfield", "cmrc2018-zh") if _have(n)]
+    if not names:
+        pytest.skip("needs cranfield or cmrc2018-zh")
+    seg = JiebaSegmenter()
+    for name in names:
+        texts = load_dataset(name).doc_texts()[:300]
+        assert [seg.lcut(t) for t in texts] == [jieba.lcut(t) for t in texts], name
+
+
+def test_memo_starts_over_when_full(monkeypatch):
+    seg = JiebaSegmenter()
+    monkeypatch.setattr(JiebaSegmenter, "MAX_BLOCKS", 3)
+    assert seg.lcut("alpha beta gamma delta") == jieba_module().lcut("alpha beta gamma delta")
+    assert len(seg.memo) <= 3
 
 
 def test_scores_are_bm25okapi_and_only_matched(tiny_beir):
