@@ -3,6 +3,8 @@
 Usage: python benchmarks/mutation_score.py results/mutation.txt (the output of `mutmut results
 --all true`). Score = killed / (killed + survived); timeouts count as killed (the test run
 noticed), "no tests" mutants are reported separately (no selected test covers that code).
+Verdicts that ``benchmarks/mutate_module.py`` rechecked (mutmut's "suspicious") count as what the
+recheck found.
 """
 
 import re
@@ -16,15 +18,17 @@ def main(path: str) -> None:
         m = re.match(r"\s*([\w.]+?)\.x\w*__mutmut_\d+:\s*(.+?)\s*$", line)
         if not m:
             continue
-        module, status = m.group(1), m.group(2).strip().lower()
+        module = m.group(1)
+        status = m.group(2).strip().lower().removesuffix(" (rechecked)")
         per_module[module][status] += 1
     total = Counter()
     for module, c in sorted(per_module.items()):
         total.update(c)
         killed = c["killed"] + c["timeout"]
         score = killed / max(killed + c["survived"], 1)
+        odd = f"  suspicious {c['suspicious']:4d}" if c["suspicious"] else ""
         print(f"{module:40s} killed {killed:4d}  survived {c['survived']:4d}  "
-              f"no tests {c['no tests']:4d}  score {score:.2f}")
+              f"no tests {c['no tests']:4d}{odd}  score {score:.2f}")
     killed = total["killed"] + total["timeout"]
     print(f"mutation score: {killed / max(killed + total['survived'], 1):.3f} "
           f"({killed} killed, {total['survived']} survived, {total['no tests']} not covered)")

@@ -368,3 +368,24 @@ def test_config_labels_and_rows():
                    "depth_dense": 0}
     row = Config("convex", (0.0, 0.0), (0.5, 0.5), (None, None), 1, "tmm", "min").row(names)
     assert (row["norm"], row["missing"], row["limit"]) == ("tmm", "min", 0)
+
+
+def test_judged_lists_keep_scoring_after_a_query_without_list_or_hits():
+    """Queries without a list or without a relevant document in it, early in the query order,
+    are followed by queries that score: every query is scored (the synthetic fts5 run lacks
+    q3 and q4; q1's list is made to miss every relevant document)."""
+    from rrfbench.engine import JudgedLists
+
+    runs, qrels = _synthetic()
+    fts5 = runs[2]
+    lists = {q: g.docid.tolist() for q, g in fts5.df.groupby("qid", sort=False)}
+    rel = set(qrels.df[(qrels.df.qid == "q1") & (qrels.df.relevance > 0)].docid)
+    lists["q1"] = [d for d in lists["q1"] if d not in rel]
+    kept = fts5.df[fts5.df.apply(lambda r: r.docid in lists.get(r.qid, ()), axis=1)]
+    from rrfbench.runs import Run
+
+    want = evaluate_per_query(Run(kept[["qid", "docid", "score"]], "f"), qrels, SYNTH_METRICS)
+    got = JudgedLists(qrels, SYNTH_METRICS).score(lists)
+    assert np.array_equal(got, want.loc[qrels.qids].to_numpy().T)
+    after = max(qrels.qids.index(q) for q in ("q1", "q3", "q4"))
+    assert got[:, after + 1:].sum() > 0 and not got[:, qrels.qids.index("q1")].any()

@@ -282,3 +282,71 @@ def test_content_digest_is_pinned():
 
     run = Run.from_dict({"q1": {"d2": 0.5, "d1": 0.5, "é": 0.25}, "10": {"d1": 1.0}}, "x")
     assert content_digest(run) == "966063e866619b67"
+
+
+def test_content_digest_rounds_scores_to_1e9():
+    """Scores equal to 9 decimals give the same digest (float noise below that is ignored); a
+    difference at the 6th decimal does not."""
+    from rrfbench.runs import content_digest
+
+    def run(x):
+        return Run.from_dict({"q": {"a": x, "b": 0.5}}, "r")
+
+    assert content_digest(run(0.12345678904)) == content_digest(run(0.12345678906))
+    assert content_digest(run(0.123456)) != content_digest(run(0.123457))
+
+
+def test_from_indexed_names_ranks_and_casts():
+    run = Run.from_indexed(["q2", "q1"], [0, 0, 1, 1], ["b", "a", "c"], [0, 1, 2, 0],
+                           [0.5, 0.5, 2, 1])
+    assert run.name == "run"
+    assert run.df.values.tolist() == [["q1", "c", 2.0, 1], ["q1", "b", 1.0, 2],
+                                      ["q2", "a", 0.5, 1], ["q2", "b", 0.5, 2]]
+    assert Run.from_indexed(["q"], [0], ["d"], [0], [1.0], "bm25").name == "bm25"
+
+
+def test_to_trec_tag_defaults_to_the_run_name(tmp_path):
+    run = Run.from_dict({"q": {"a": 2.0, "b": 1.0}}, "bm25")
+    run.to_trec(tmp_path / "a.trec")
+    assert {ln.split()[5] for ln in (tmp_path / "a.trec").read_text().splitlines()} == {"bm25"}
+    run.to_trec(tmp_path / "b.trec", tag="mine")
+    assert {ln.split()[5] for ln in (tmp_path / "b.trec").read_text().splitlines()} == {"mine"}
+
+
+def test_rename_keeps_meta():
+    run = Run.from_dict({"q": {"a": 2.0, "b": 1.0}}, "x").with_meta(score_floor=0.0, retriever="bm25")
+    renamed = run.rename("y")
+    assert renamed.name == "y" and renamed.meta == run.meta and renamed.score_floor == 0.0
+
+
+@pytest.mark.parametrize("content, name, message, line", [
+    (None, "missing.trec", "file not found", None),
+    ("folder", "a_folder", "is a folder, expected a file", None),
+    (b"not gzip at all", "r.trec.gz", "not a readable gzip file (", None),
+    (b"\x00q1 Q0 d1 1 1.0 s\n", "nul0.trec", "binary data (a NUL byte); expected UTF-8 text", 1),
+    (b"q1 Q0 d1 1 1.0 s\nq1 Q0 d2 2 0.5 s\x00\n", "nul2.trec",
+     "binary data (a NUL byte); expected UTF-8 text", 2),
+    (b"q1 Q0 d1 1 1.0 s\n\n\xff\n", "latin.trec", "not UTF-8 text (byte 0xff)", 3),
+])
+def test_read_text_names_file_line_and_problem(tmp_path, content, name, message, line):
+    from rrfbench.runs import read_text
+
+    p = tmp_path / name
+    if content == "folder":
+        p.mkdir()
+    elif content is not None:
+        p.write_bytes(content)
+    with pytest.raises(InputError) as ei:
+        read_text(p)
+    assert ei.value.line == line
+    where = f"{p}:{line}: " if line else f"{p}: "
+    assert str(ei.value).startswith(where + message), str(ei.value)
+
+
+def test_read_text_drops_bom_and_reads_gzip(tmp_path):
+    from rrfbench.runs import read_text
+
+    (tmp_path / "a.txt").write_bytes("\ufeffq1 Q0 é\r\n".encode())
+    assert read_text(tmp_path / "a.txt") == "q1 Q0 é\r\n"
+    (tmp_path / "b.txt.gz").write_bytes(gzip.compress(b"x\ny\n"))
+    assert read_text(tmp_path / "b.txt.gz") == "x\ny\n"
