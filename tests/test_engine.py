@@ -389,3 +389,125 @@ def test_judged_lists_keep_scoring_after_a_query_without_list_or_hits():
     assert np.array_equal(got, want.loc[qrels.qids].to_numpy().T)
     after = max(qrels.qids.index(q) for q in ("q1", "q3", "q4"))
     assert got[:, after + 1:].sum() > 0 and not got[:, qrels.qids.index("q1")].any()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"methods": ("rrf", "foo")}, "method: 'foo' is not one of rrf, convex, combsum, combmnz"),
+    ({"norms": ("l2",), "methods": ("convex",)}, "norm: 'l2' is not one of minmax, zscore, tmm, none"),
+    ({"missing": ("nan",), "methods": ("convex",)}, "missing: 'nan' is not one of zero, min"),
+    ({"k": ()}, "k: give at least one value"),
+    ({"k": (1, -2)}, "k: -2 must be >= 0"),
+    ({"k": (0,), "rank_base": (0,)}, "k: 0 must be > 0"),
+    ({"weights": [(1, 2, 3)]}, "weights: 1,2,3 has 3 values; expected one per run (2)"),
+    ({"weights": [(0, 0)]}, "weights: every weight vector is all zeros"),
+    ({"weights": [(1, float("nan"))]}, "weights: nan is not finite"),
+    ({"weight_step": 0.3}, "weight step: 0.3 must divide 1 (e.g. 0.1, 0.25, 0.5)"),
+    ({"weight_step": 0}, "weight step: 0 must divide 1 (e.g. 0.1, 0.25, 0.5)"),
+    ({"weight_step": 1.5}, "weight step: 1.5 must divide 1 (e.g. 0.1, 0.25, 0.5)"),
+    ({"depth": ((10, 20, 30),)}, "depth: expected one value per run (2), got 3"),
+    ({"depth": (0,)}, "depth: 0 must be > 0"),
+    ({"depth": (2.5,)}, "depth: 2.5 must be a whole number"),
+    ({"rank_base": (2,)}, "rank_base: 2 is not one of 0, 1"),
+])
+def test_make_grid_refusals_are_exact(kwargs, message):
+    from rrfbench.errors import InputError
+
+    with pytest.raises(InputError) as ei:
+        make_grid(2, **kwargs)
+    assert str(ei.value) == message
+
+
+@pytest.mark.parametrize("config, message", [
+    (Config("rrf", (60.0, 60.0), (0.0, 0.0), (None, None)),
+     "weights: at least one run needs a weight > 0"),
+    (Config("rrf", (60.0,), (1.0,), (None,)), "k: expected one value per run (2), got 1"),
+    (Config("rrf", (60.0, 60.0), (1.0,), (None, None)),
+     "weights: expected one value per run (2), got 1"),
+    (Config("rrf", (60.0, 60.0), (1.0, 1.0), (None,)),
+     "depth: expected one value per run (2), got 1"),
+    (Config("convex", (0.0, 0.0), (1.0, 1.0), (5, None), 1, "minmax", "zero"),
+     "depth: score fusion uses each run's full depth in sweeps"),
+    (Config("rrf", (0.0, 60.0), (1.0, 1.0), (None, None), 0), "k: 0.0 must be > 0"),
+    (Config("rrf", (60.0, 60.0), (1.0, 1.0), (None, None), 1, limit=-3), "limit: -3 must be > 0"),
+    (Config("rrf", (60.0, 60.0), (-1.0, 1.0), (None, None)), "weights: -1.0 must be >= 0"),
+    (Config("rrf", (60.0, 60.0), (1.0, 1.0), (0, None)), "depth: 0 must be > 0"),
+    (Config("foo", (60.0, 60.0), (1.0, 1.0), (None, None)),
+     "method: 'foo' is not one of rrf, convex, combsum, combmnz"),
+    (Config("convex", (0.0, 0.0), (1.0, 1.0), (None, None), 1, "l2", "zero"),
+     "norm: 'l2' is not one of minmax, zscore, tmm, none"),
+    (Config("convex", (0.0, 0.0), (1.0, 1.0), (None, None), 1, "minmax", "nan"),
+     "missing: 'nan' is not one of zero, min"),
+    (Config("rrf", (60.0, 60.0), (1.0, 1.0), (None, None), 3), "rank_base: 3 is not one of 0, 1"),
+])
+def test_config_refusals_are_exact(config, message):
+    from rrfbench.errors import InputError
+    from rrfbench.runs import Qrels, Run
+
+    qrels = Qrels.from_dict({"q": {"a": 1}})
+    runs = [Run.from_dict({"q": {"a": 1.0}}, "x"), Run.from_dict({"q": {"a": 1.0}}, "y")]
+    with pytest.raises(InputError) as ei:
+        FusionEngine(runs, qrels, ["RR@10"]).evaluate([config])
+    assert str(ei.value) == message
+    with pytest.raises(InputError) as ei:
+        config.check(2)
+    assert str(ei.value) == message
+
+
+def test_sweep_writes_reuses_and_resumes_on_synthetic_runs(tmp_path, monkeypatch):
+    """``run_sweep`` with an output folder (nested, created): writes ``<name>.parquet`` with
+    the grid hash and removes its parts; a second call reads it back without evaluating; a
+    sweep stopped after two chunks resumes with only the missing ones; parts of another grid
+    are discarded; with ``map_chunks`` and no folder it still returns the same table."""
+    from rrfbench.engine import grid_hash
+    from rrfbench.parallel import local_chunks
+
+    runs, qrels = _synthetic()
+    grid = _synthetic_grid(3)[:30]
+    eng = FusionEngine(runs, qrels, SYNTH_METRICS)
+    want = eng.table(grid)
+    out = tmp_path / "a" / "b"
+    seen = []
+    table = run_sweep(eng, grid, out, chunk_size=7, progress=False, name="mine",
+                      on_chunk=seen.append)
+    assert (out / "mine.parquet").exists() and not (out / "mine.parts").exists()
+    assert seen == [0, 1, 2, 3, 4] and (table.grid_hash == grid_hash(eng, grid)).all()
+    pd.testing.assert_frame_equal(table.drop(columns="grid_hash"), want, check_dtype=False)
+    calls = []
+    monkeypatch.setattr(FusionEngine, "evaluate", lambda self, c: calls.append(1) / 0)
+    pd.testing.assert_frame_equal(run_sweep(eng, grid, out, chunk_size=7, progress=False,
+                                            name="mine"), table)
+    assert calls == []
+    monkeypatch.undo()
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(i):
+        if i == 1:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run_sweep(eng, grid, tmp_path / "r", chunk_size=7, progress=False, on_chunk=stop_after_two)
+    parts = tmp_path / "r" / "sweep.parts"
+    assert sorted(p.name for p in parts.glob("chunk-*.parquet")) == ["chunk-00000.parquet",
+                                                                   "chunk-00001.parquet"]
+    assert json_hash(parts) == grid_hash(eng, grid)
+    done = []
+    resumed = run_sweep(eng, grid, tmp_path / "r", chunk_size=7, progress=False,
+                        on_chunk=done.append)
+    assert done == [2, 3, 4]
+    pd.testing.assert_frame_equal(resumed, table)
+    with pytest.raises(Stop):
+        run_sweep(eng, grid, tmp_path / "g", chunk_size=7, progress=False, on_chunk=stop_after_two)
+    other = grid[:14] + grid[15:] + grid[14:15]  # another grid (order): old parts are discarded
+    done = []
+    t2 = run_sweep(eng, other, tmp_path / "g", chunk_size=7, progress=False, on_chunk=done.append)
+    assert done == [0, 1, 2, 3, 4] and t2.label.tolist() == [c.label(eng.names) for c in other]
+    via_map = run_sweep(eng, grid, None, chunk_size=7, progress=False, map_chunks=local_chunks)
+    pd.testing.assert_frame_equal(via_map, table)
+
+
+def json_hash(parts):
+    import json
+
+    return json.loads((parts / "grid.json").read_text())["hash"]

@@ -350,3 +350,32 @@ def test_read_text_drops_bom_and_reads_gzip(tmp_path):
     assert read_text(tmp_path / "a.txt") == "q1 Q0 é\r\n"
     (tmp_path / "b.txt.gz").write_bytes(gzip.compress(b"x\ny\n"))
     assert read_text(tmp_path / "b.txt.gz") == "x\ny\n"
+
+
+def test_sort_and_rank_large_keys_take_the_lexsort_path_with_the_same_rule():
+    """Keys whose product would overflow one int64 sort key go through lexsort; the order and
+    ranks follow the same rule (query, score desc, docid asc)."""
+    import numpy as np
+
+    from rrfbench.runs import _sort_and_rank
+
+    qkey = np.array([2**40, 0, 0, 2**40, 0])
+    dkey = np.array([2**40, 5, 3, 7, 9])
+    score = np.array([1.0, 0.5, 0.5, 1.0, 0.75])
+    order, rank = _sort_and_rank(qkey, dkey, score)
+    want = sorted(range(5), key=lambda i: (qkey[i], -score[i], dkey[i]))
+    assert order.tolist() == want == [4, 2, 1, 3, 0]
+    assert rank.tolist() == [1, 2, 3, 1, 2] and rank.dtype == np.int64
+    small = _sort_and_rank(np.array([1, 0, 0]), np.array([0, 2, 1]), np.array([1.0, 0.5, 0.5]))
+    assert small[0].tolist() == [2, 1, 0] and small[1].tolist() == [1, 2, 1]
+    empty = _sort_and_rank(np.array([], int), np.array([], int), np.array([]))
+    assert len(empty[0]) == 0 and len(empty[1]) == 0
+
+
+@pytest.mark.parametrize("header", ["query-id\tcorpus-id\tscore", "qid docid rel", "query_id d r"])
+def test_qrels_headers_blank_lines_and_both_layouts(tmp_path, header):
+    p = tmp_path / "test.tsv"
+    p.write_text(f"{header}\nq1\td1\t2\n\n   \nq1 0 d2 1\nq2\td1\t0\n")
+    qrels = Qrels.from_file(p)
+    assert qrels.df.values.tolist() == [["q1", "d1", 2], ["q1", "d2", 1], ["q2", "d1", 0]]
+    assert qrels.name == "test"
