@@ -379,3 +379,28 @@ def test_qrels_headers_blank_lines_and_both_layouts(tmp_path, header):
     qrels = Qrels.from_file(p)
     assert qrels.df.values.tolist() == [["q1", "d1", 2], ["q1", "d2", 1], ["q2", "d1", 0]]
     assert qrels.name == "test"
+
+
+def test_manifest_beside_a_run_file_gives_its_meta(tmp_path):
+    import json
+
+    p = tmp_path / "bm25.trec.gz"
+    Run.from_dict({"q": {"a": 2.0, "b": 1.0}}, "bm25").to_trec(p)
+    (tmp_path / "bm25.json").write_text(json.dumps(
+        {"score_floor": 0.0, "retriever": "bm25", "params": {"k1": 1.2}, "other": 1}))
+    run = Run.from_trec(p)
+    assert run.meta == {"score_floor": 0.0, "retriever": "bm25", "params": {"k1": 1.2}}
+    (tmp_path / "bm25.json").write_text("[1, 2]")
+    assert Run.from_trec(p).meta == {}
+
+
+@pytest.mark.parametrize("rows, pair", [
+    ([("q1", "a", 1.0), ("q1", "b", 0.5), ("q1", "a", 0.2)], "(q1, a)"),
+    ([("q1", "a", 1.0), ("q2", "z", 0.5), ("q2", "b", 0.4), ("q2", "z", 0.1)], "(q2, z)"),
+])
+def test_run_table_with_a_duplicate_pair_is_refused(rows, pair):
+    with pytest.raises(InputError) as ei:
+        Run(pd.DataFrame(rows, columns=["qid", "docid", "score"]), "r")
+    assert str(ei.value) == f"duplicate (qid, docid) {pair} in run"
+    ok = Run(pd.DataFrame([("q1", "a", 1.0), ("q2", "a", 0.5)], columns=["qid", "docid", "score"]))
+    assert len(ok) == 2
