@@ -173,3 +173,15 @@ def python_without_jit(code: str, *args: str, timeout: int = 300) -> str:
                        timeout=timeout, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-3000:]
     return p.stdout
+
+
+class Stop(Exception):
+    """Raised by a :func:`stop_after` callback: work interrupted mid-way, as a kill would."""
+
+
+def stop_after(n: int):
+    """An ``on_chunk``/``on_shard`` callback that raises :class:`Stop` once ``n`` are done."""
+    def callback(i):
+        if i == n - 1:
+            raise Stop
+    return callback

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import needs_cranfield
+from tests.conftest import Stop, needs_cranfield, stop_after
 
 distributed = pytest.importorskip("distributed")
 
@@ -82,12 +82,7 @@ def test_interrupted_sharded_encoding_resumes(tiny_beir, tmp_path, monkeypatch):
 
     r.encode = counting
 
-    class Stop(Exception):
-        pass
-
-    def stop_after_two(i):
-        if i == 1:
-            raise Stop
+    stop_after_two = stop_after(2)
 
     with pytest.raises(Stop):
         r.corpus_embeddings(ds, shard_size=1, on_shard=stop_after_two)

@@ -11,7 +11,7 @@ import pytest
 from rrfbench import evaluate
 from rrfbench.engine import Config, FusionEngine, make_grid, run_sweep, simplex_weights
 from rrfbench.evaluation import evaluate_per_query
-from tests.conftest import needs_cranfield, needs_scifact
+from tests.conftest import Stop, needs_cranfield, needs_scifact, stop_after
 
 METRICS = ["nDCG@10", "R@100", "RR@10", "AP@1000", "P@10"]
 
@@ -479,12 +479,7 @@ def test_sweep_writes_reuses_and_resumes_on_synthetic_runs(tmp_path, monkeypatch
     assert calls == []
     monkeypatch.undo()
 
-    class Stop(Exception):
-        pass
-
-    def stop_after_two(i):
-        if i == 1:
-            raise Stop
+    stop_after_two = stop_after(2)
 
     with pytest.raises(Stop):
         run_sweep(eng, grid, tmp_path / "r", chunk_size=7, progress=False, on_chunk=stop_after_two)
