@@ -43,6 +43,26 @@ def run_frame(qid, docid, score, rank=None) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
+def _columns(df: pd.DataFrame, *names: str) -> list[list]:
+    """The named columns as Python lists, for row loops: the same Python scalars as iterating
+    each Series, several times faster (``to_trec`` of a 292k-row run: 0.73 s -> 0.2 s)."""
+    return [df[n].tolist() for n in names]
+
+
+def _nested(df: pd.DataFrame, values: list) -> dict[str, dict]:
+    """``{qid: {docid: value}}`` from a table's rows in order (``values[i]`` for row ``i``; a
+    repeated pair keeps its last value), built a block of equal qids at a time: the same dict as
+    a loop over the rows, ~4x faster on a 292k-row run."""
+    qid, docid = _columns(df, "qid", "docid")
+    q = df.qid.to_numpy(dtype=object)
+    cuts = [0, *(np.flatnonzero(q[1:] != q[:-1]) + 1).tolist(), len(q)]
+    out: dict[str, dict] = {}
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        if b > a:
+            out.setdefault(qid[a], {}).update(zip(docid[a:b], values[a:b]))
+    return out
+
+
 def read_text(path: str | Path) -> str:
     """The text of a UTF-8 file (plain or ``.gz``), for every reader in rrfbench.
 
@@ -338,10 +358,7 @@ class Run:
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{qid: {docid: score}}`` in rank order."""
-        out: dict[str, dict[str, float]] = {}
-        for qid, docid, score in zip(self.df.qid, self.df.docid, self.df.score, strict=True):
-            out.setdefault(qid, {})[docid] = float(score)
-        return out
+        return _nested(self.df, self.df.score.to_numpy(np.float64).tolist())
 
     def to_rank_dict(self) -> dict[str, dict[str, float]]:
         """``{qid: {docid: n - rank + 1}}``: strictly decreasing scores in this run's order.
@@ -349,11 +366,8 @@ class Run:
         Hand this to any evaluator (ranx, pytrec_eval, ir_measures) and it sees exactly this
         run's order, whatever its own tie rule is.
         """
-        out: dict[str, dict[str, float]] = {}
         n = len(self.df) + 1
-        for qid, docid, rank in zip(self.df.qid, self.df.docid, self.df["rank"], strict=True):
-            out.setdefault(qid, {})[docid] = float(n - rank)
-        return out
+        return _nested(self.df, (n - self.df["rank"].to_numpy(np.int64)).astype(np.float64).tolist())
 
     def to_parquet(self, path: str | Path) -> Path:
         """Write the ranked table as parquet (ids dictionary-encoded), atomically."""
@@ -374,7 +388,7 @@ class Run:
         tag = tag or self.name
         lines = [
             f"{q} Q0 {d} {r} {s!r} {tag}\n"
-            for q, d, r, s in zip(self.df.qid, self.df.docid, self.df["rank"], self.df.score,
+            for q, d, r, s in zip(*_columns(self.df, "qid", "docid", "rank", "score"),
                                   strict=True)
         ]
         write_text(path, "".join(lines))
@@ -468,10 +482,7 @@ class Qrels:
         return cls(pd.DataFrame(rows, columns=QRELS_COLUMNS), path.stem)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for q, d, r in zip(self.df.qid, self.df.docid, self.df.relevance, strict=True):
-            out.setdefault(q, {})[d] = int(r)
-        return out
+        return _nested(self.df, self.df.relevance.to_numpy(np.int64).tolist())
 
     def to_ranx(self):
         import ranx
@@ -488,7 +499,7 @@ class Qrels:
 
     def to_trec(self, path: str | Path) -> Path:
         lines = [f"{q} 0 {d} {r}\n" for q, d, r in
-                 zip(self.df.qid, self.df.docid, self.df.relevance, strict=True)]
+                 zip(*_columns(self.df, "qid", "docid", "relevance"), strict=True)]
         write_text(path, "".join(lines))
         return Path(path)
 

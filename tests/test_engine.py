@@ -391,6 +391,24 @@ def test_judged_lists_keep_scoring_after_a_query_without_list_or_hits():
     assert got[:, after + 1:].sum() > 0 and not got[:, qrels.qids.index("q1")].any()
 
 
+def test_warm_up_compiles_exactly_the_signatures_a_sweep_calls():
+    """``make`` compiles the kernels into numba's cache once (``rrfbench._kernels.compile_all``);
+    that is only worth it if the types are the ones real work calls them with. After it, a
+    sweep over every family and a JudgedLists scoring add no signature of their own (a dtype
+    drift in the engine would add a second one, and every fresh process would compile again)."""
+    from rrfbench import _kernels as K
+    from rrfbench.engine import JudgedLists
+
+    K.compile_all()
+    warm = {k: list(k.signatures) for k in (K.sweep_kernel, K._metrics_for_query)}
+    runs, qrels = _synthetic()
+    FusionEngine(runs, qrels, SYNTH_METRICS).evaluate(_synthetic_grid(3))
+    lists = {q: g.docid.tolist() for q, g in runs[0].df.groupby("qid", sort=False)}
+    assert JudgedLists(qrels, SYNTH_METRICS).score(lists).any()
+    for kernel, sigs in warm.items():
+        assert len(sigs) == 1 and kernel.signatures == sigs, kernel.__name__
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"methods": ("rrf", "foo")}, "method: 'foo' is not one of rrf, convex, combsum, combmnz"),
     ({"norms": ("l2",), "methods": ("convex",)}, "norm: 'l2' is not one of minmax, zscore, tmm, none"),

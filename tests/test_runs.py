@@ -1,5 +1,6 @@
 import gzip
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -46,6 +47,31 @@ def test_conversions_roundtrip(tmp_path):
     assert Run.from_dict(run.to_dict()).equals(run)
     rd = run.to_rank_dict()["q1"]
     assert rd["d2"] > rd["d3"] > rd["d1"]
+
+
+def test_dicts_equal_a_loop_over_the_rows():
+    """``to_dict``/``to_rank_dict``/``Qrels.to_dict`` (built a block of equal qids at a time)
+    give the dict a plain loop over the rows gives, key order included."""
+    rng = np.random.default_rng(3)
+    run = Run(pd.DataFrame({"qid": rng.choice(["q1", "q2", "q10", "q3"], 400),
+                            "docid": [f"d{i}" for i in rng.integers(0, 150, 400)],
+                            "score": rng.integers(0, 9, 400) / 4}).drop_duplicates(["qid", "docid"]))
+    loop, ranks = {}, {}
+    n = len(run.df) + 1
+    for q, d, s, r in run.df[["qid", "docid", "score", "rank"]].itertuples(index=False):
+        loop.setdefault(q, {})[d] = float(s)
+        ranks.setdefault(q, {})[d] = float(n - r)
+    for got, want in ((run.to_dict(), loop), (run.to_rank_dict(), ranks)):
+        assert got == want and list(got) == list(want)
+        assert all(list(got[q]) == list(want[q]) for q in want)
+        assert all(type(v) is float for g in got.values() for v in g.values())
+    assert Run(run.df.iloc[:0]).to_dict() == {}
+    qrels = Qrels(pd.DataFrame({"qid": ["b", "a", "b", "a", "c"], "docid": ["x", "y", "z", "x", "x"],
+                                "relevance": [1, 2, 0, 1, 3]}), "q")
+    got = qrels.to_dict()
+    assert got == {"a": {"x": 1, "y": 2}, "b": {"x": 1, "z": 0}, "c": {"x": 3}}
+    assert list(got) == ["a", "b", "c"] and list(got["a"]) == ["x", "y"]
+    assert all(type(v) is int for g in got.values() for v in g.values())
 
 
 def test_ranx_roundtrip(tmp_path):

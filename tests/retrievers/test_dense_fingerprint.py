@@ -12,6 +12,7 @@ suite verdict. Regenerate (only after a deliberate change of model or backend) w
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import os
 import platform
@@ -22,7 +23,10 @@ import pytest
 
 from tests.conftest import needs_scifact
 
-pytest.importorskip("sentence_transformers")
+# find_spec, not importorskip: importing sentence-transformers (torch, transformers) costs ~7 s,
+# and every test worker would pay it at collection; the fixture below imports it when it runs
+if importlib.util.find_spec("sentence_transformers") is None:
+    pytest.skip("sentence-transformers is not installed", allow_module_level=True)
 
 PATH = Path(__file__).with_name("dense_fingerprint.json")
 
