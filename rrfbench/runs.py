@@ -57,9 +57,9 @@ def _nested(df: pd.DataFrame, values: list) -> dict[str, dict]:
     q = df.qid.to_numpy(dtype=object)
     cuts = [0, *(np.flatnonzero(q[1:] != q[:-1]) + 1).tolist(), len(q)]
     out: dict[str, dict] = {}
-    for a, b in zip(cuts[:-1], cuts[1:]):
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
         if b > a:
-            out.setdefault(qid[a], {}).update(zip(docid[a:b], values[a:b]))
+            out.setdefault(qid[a], {}).update(zip(docid[a:b], values[a:b], strict=True))
     return out
 
 
