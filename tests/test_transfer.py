@@ -2,7 +2,9 @@
 the verdict, and saved suite results applied anywhere."""
 
 import json
+import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -339,3 +341,82 @@ def test_saved_suite_result_applies_anywhere_to_1e12(tmp_path, monkeypatch, caps
     cap = capsys.readouterr()
     assert "warning" not in cap.err and "suite t: cranfield, time, adi" in cap.out
     assert f"verdict: {r.verdict}" in cap.out
+
+
+# --------------------------------------------------------------------------- golden results
+GOLDEN = Path(__file__).with_name("golden") / "transfer"
+GRID = ([{"method": "rrf", "k": [k], "w": w, "norm": None} for k in (1, 10, 60) for w in (0.0, 0.5)]
+        + [{"method": "convex", "k": [60], "w": w, "norm": "zscore"} for w in (0.0, 0.5)])
+
+
+def _golden_suite(gain: float, noise: float, seed: int) -> list[CollectionData]:
+    """Four collections over :data:`GRID` (g3 better than the rest by about ``gain``): two
+    holdout ones, one cross-validated (T = E), one small; with single runs and statistics."""
+    rng = np.random.default_rng(seed)
+    cv = Protocol("cv", "test", "test", 3, 1)
+    colls = []
+    for c, (proto, n_t, n_e) in enumerate(((HOLD, 30, 25), (HOLD, 24, 30), (cv, 27, 27),
+                                           (HOLD, 9, 12))):
+        def values(n):
+            base = rng.random(n) * 0.6 + 0.2
+            out = base + noise * rng.normal(size=(len(GRID), n))
+            out[3] += gain
+            return np.clip(out, 0, 1)
+        T = values(n_t)
+        E = T.copy() if proto.kind == "cv" else values(n_e)
+        d_T, d_E = T[4] - 0.01, E[4] - 0.01
+        singles = {name: (np.clip(T[i] - 0.05, 0, 1), np.clip(E[i] - 0.05, 0, 1))
+                   for i, name in ((0, "bm25"), (7, "dense"))}
+        colls.append(CollectionData(
+            f"c{c}", proto, T, E, d_T, d_E, [f"e{i}" for i in range(E.shape[1])],
+            [f"t{i}" for i in range(T.shape[1])], {k: v[0] for k, v in singles.items()},
+            {k: v[1] for k, v in singles.items()}, {"docs": 100 * (c + 1), "queries": n_e}))
+    return colls
+
+
+def _golden_result(colls, rule, objective):
+    labels = [f"g{i}" for i in range(len(GRID))]
+    return transfer_result(
+        "golden", colls, family="fusion", metric="nDCG@10", labels=labels, configs=GRID,
+        default={"config": GRID[4], "label": "g4 (default)"}, objective=objective, rule=rule,
+        distances=np.abs(np.arange(len(GRID)) - 4) / 4, runs=("bm25", "dense"),
+        specs=("bm25", "dense"), k_curves={"best_k": {"c0": 10, "c2": 60}},
+        assumptions=("synthetic",), families={"rrf": list(range(6)), "convex": [6, 7]},
+        stability_resamples=40, stability_seed=2)
+
+
+def _rounded(x):
+    """JSON-ready, floats to 10 significant digits (the last bits of a mean may differ between
+    CPUs' vector units; no decision here depends on them)."""
+    if isinstance(x, float):
+        return float(f"{x:.10g}")
+    if isinstance(x, dict):
+        return {str(k): _rounded(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_rounded(v) for v in x]
+    return x
+
+
+@pytest.mark.parametrize("case, gain, noise, seed, rule, objective", [
+    ("clear_nbr_macro", 0.08, 0.05, 0, "nbr", "macro"),           # transfers, stable
+    ("clear_best_worst", 0.08, 0.05, 0, "best", "worst"),
+    ("weak_1se_meanrank", 0.012, 0.08, 1, "1se", "meanrank"),    # no evidence -> unstable
+    ("downgraded_nbr_macro", 0.02, 0.05, 1, "nbr", "macro"),     # transfers -> likely
+    ("likely_at_80_percent", 0.04, 0.08, 1, "nbr", "macro"),     # likely, support exactly 0.8
+    ("transfers_unstable", 0.02, 0.08, 2, "nbr", "macro"),       # transfers -> unstable
+    ("none_best_macro", 0.0, 0.08, 2, "best", "macro"),
+])
+def test_transfer_result_equals_its_golden_file(case, gain, noise, seed, rule, objective):
+    """The whole result (LOCO rows, summary, verdict and reason, stability, transfer matrix,
+    families, characteristics, tests) on synthetic suites, against ``tests/golden/transfer``:
+    every field a report, a notebook or an export reads is pinned, not only the verdict. The
+    cases cover each rule and objective, a clear gain, a weak one and none, and each way the
+    stability figure keeps, downgrades or overturns a verdict. After a deliberate
+    change, rewrite them with RRFBENCH_UPDATE_GOLDEN=1 and review the diff."""
+    got = _rounded(json.loads(json.dumps(
+        _golden_result(_golden_suite(gain, noise, seed), rule, objective).to_json(), default=str)))
+    path = GOLDEN / f"{case}.json"
+    if os.environ.get("RRFBENCH_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert got == json.loads(path.read_text())
