@@ -7,8 +7,10 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from rrfbench.errors import InputError
 from rrfbench.results import Protocol, TransferResult
 from rrfbench.transfer import (
     NOISE_SHIFT,
@@ -420,3 +422,83 @@ def test_transfer_result_equals_its_golden_file(case, gain, noise, seed, rule, o
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     assert got == json.loads(path.read_text())
+
+
+# --------------------------------------------------------------------------- helpers, by hand
+def test_fusion_distance_hand_computed():
+    from rrfbench.engine import Config
+    from rrfbench.transfer import fusion_distance
+
+    assert fusion_distance(Config("rrf", (60.0, 60.0), (1.0, 1.0), (None, None)), 2) == 0.0
+    # shares (.75, .25): L1 to (.5, .5) = .5; k: mean(|ln(11/61)|, |ln(121/61)|)
+    got = fusion_distance(Config("rrf", (10.0, 120.0), (3.0, 1.0), (None, None)), 2)
+    assert got == pytest.approx(0.5 + (np.log(61 / 11) + np.log(121 / 61)) / 2, abs=1e-12)
+    # +1 each for a depth cut, a rank base other than 1 and a limit
+    cut = Config("rrf", (60.0, 60.0), (1.0, 1.0), (100, None), 0, limit=10)
+    assert fusion_distance(cut, 2) == 3.0
+    assert fusion_distance(Config("rrf", (60.0,) * 3, (1.0,) * 3, (None, 5, None)), 3) == 1.0
+    # score fusion: another family (10) plus the share distance; k and cuts do not count
+    convex = Config("convex", (1.0, 1.0), (0.0, 2.0), (None, None), norm="minmax", missing="zero")
+    assert fusion_distance(convex, 2) == pytest.approx(11.0)
+    zero = Config("convex", (60.0, 60.0), (0.0, 0.0), (None, None), norm="minmax", missing="zero")
+    assert fusion_distance(zero, 2) == pytest.approx(11.0)   # no weight: shares stay 0
+
+
+def test_knob_distance_hand_computed():
+    from rrfbench.presets.base import Knob
+    from rrfbench.transfer import knob_distance
+
+    knobs = [Knob("w", 0.5, 0.0, 2.0), Knob("flag", True), Knob("cut", None, 0.0, 1.0,
+                                                                  optional=True),
+             Knob("mode", "a"), Knob("k", 60, 1, 1, integer=True), Knob("frozen", 3, fixed=True)]
+    shipped = {"w": 0.5, "flag": True, "cut": None, "mode": "a", "k": 60, "frozen": 3}
+    assert knob_distance(dict(shipped), shipped, knobs) == 0.0
+    assert knob_distance({"w": 1.5}, shipped, knobs) == pytest.approx(0.5)   # |1| / range 2
+    assert knob_distance({"flag": False}, shipped, knobs) == 1.0
+    assert knob_distance({"cut": 0.3}, shipped, knobs) == 1.0                # off vs a value
+    assert knob_distance({"cut": None}, shipped, knobs) == 0.0
+    assert knob_distance({"mode": "b"}, shipped, knobs) == 1.0                # no range
+    assert knob_distance({"k": 61}, shipped, knobs) == 1.0                    # empty range
+    assert knob_distance({"frozen": 9, "other": 1}, shipped, knobs) == 0.0   # fixed, unknown
+    assert knob_distance({"w": 0.0, "flag": False, "mode": "c"}, shipped, knobs) == pytest.approx(
+        0.25 + 1 + 1)
+
+
+def test_combine_and_slices_hand_computed():
+    from rrfbench.runs import Qrels, Run
+    from rrfbench.transfer import SEP, combine, slices
+
+    def run(name, rows, floor=0.0):
+        return Run(pd.DataFrame(rows, columns=["qid", "docid", "score"]), name,
+                   meta={"score_floor": floor})
+
+    a = [run("bm25", [("1", "x", 2.0), ("1", "y", 1.0)]), run("dense", [("1", "y", 0.9)])]
+    b = [run("bm25", [("7", "z", 5.0)]), run("dense", [("7", "z", 0.1), ("8", "w", 0.2)])]
+    qa = Qrels(pd.DataFrame({"qid": ["1"], "docid": ["y"], "relevance": [2]}))
+    qb = Qrels(pd.DataFrame({"qid": ["7", "8"], "docid": ["z", "w"], "relevance": [1, 0]}))
+    runs, qrels = combine([("A", a, qa), ("B", b, qb)])
+    assert [r.name for r in runs] == ["bm25", "dense"]
+    assert runs[0].df[["qid", "docid", "score", "rank"]].values.tolist() == [
+        [f"A{SEP}1", "x", 2.0, 1], [f"A{SEP}1", "y", 1.0, 2], [f"B{SEP}7", "z", 5.0, 1]]
+    assert runs[1].df.qid.tolist() == [f"A{SEP}1", f"B{SEP}7", f"B{SEP}8"]
+    assert runs[0].meta["score_floor"] == 0.0
+    assert qrels.name == "suite" and qrels.df.values.tolist() == [
+        [f"A{SEP}1", "y", 2], [f"B{SEP}7", "z", 1], [f"B{SEP}8", "w", 0]]
+    got = slices([f"A{SEP}1", f"B{SEP}7", f"A{SEP}2", f"B{SEP}8"])
+    assert list(got) == ["A", "B"]
+    assert got["A"].tolist() == [0, 2] and got["B"].tolist() == [1, 3]
+    b[1] = run("dense", [("7", "z", 0.1)], floor=-1.0)
+    with pytest.raises(InputError) as ei:
+        combine([("A", a, qa), ("B", b, qb)])
+    assert str(ei.value) == ("run 'dense' declares different score floors across collections: "
+                             "['-1.0', '0.0']")
+
+
+def test_spearman_hand_computed():
+    from rrfbench.transfer import spearman
+
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # ties take average ranks: x ranks (1.5, 1.5, 3), y (1, 2, 3) -> r = 0.8660
+    assert spearman([5, 5, 9], [1, 2, 3]) == pytest.approx(np.sqrt(3) / 2)
+    assert np.isnan(spearman([1, 1, 1], [1, 2, 3])) and np.isnan(spearman([1, 2], [3, 3]))
