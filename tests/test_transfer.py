@@ -502,3 +502,21 @@ def test_spearman_hand_computed():
     # ties take average ranks: x ranks (1.5, 1.5, 3), y (1, 2, 3) -> r = 0.8660
     assert spearman([5, 5, 9], [1, 2, 3]) == pytest.approx(np.sqrt(3) / 2)
     assert np.isnan(spearman([1, 1, 1], [1, 2, 3])) and np.isnan(spearman([1, 2], [3, 3]))
+
+
+def test_refusals_are_exact():
+    """Each refusal names the option, the value and the choices, in one line."""
+    colls = [coll("c1", [.5, .6]), coll("c2", [.5, .4])]
+    cases = [
+        (lambda: objective_values(colls, "mean"),
+         "--objective: 'mean' is not one of macro, worst, meanrank"),
+        (lambda: select(colls, "macro", "top"), "--rule: 'top' is not one of best, 1se, nbr"),
+        (lambda: _result(colls, objective="median"),
+         "--objective: 'median' is not one of macro, worst, meanrank"),
+        (lambda: _result(colls, rule="2se"), "--rule: '2se' is not one of best, 1se, nbr"),
+        (lambda: _result(colls[:1]), "leave-one-collection-out needs at least two collections"),
+    ]
+    for call, message in cases:
+        with pytest.raises(InputError) as ei:
+            call()
+        assert str(ei.value) == message
