@@ -45,7 +45,8 @@ def run_frame(qid, docid, score, rank=None) -> pd.DataFrame:
 
 def _columns(df: pd.DataFrame, *names: str) -> list[list]:
     """The named columns as Python lists, for row loops: the same Python scalars as iterating
-    each Series, several times faster (``to_trec`` of a 292k-row run: 0.73 s -> 0.2 s)."""
+    each Series, without a Series iterator per column (``to_trec`` of a 292k-row run: 0.74 s ->
+    0.57 s; formatting the floats is most of the rest)."""
     return [df[n].tolist() for n in names]
 
 
