@@ -249,4 +249,10 @@ def compile_all() -> None:
 
 
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:]:
+        print(f"error: python -m rrfbench._kernels takes no arguments; got "
+              f"{' '.join(sys.argv[1:])}", file=sys.stderr)
+        sys.exit(2)
     compile_all()

@@ -524,3 +524,15 @@ def json_hash(parts):
     import json
 
     return json.loads((parts / "grid.json").read_text())["hash"]
+
+
+def test_kernel_warm_up_refuses_arguments():
+    """``python -m rrfbench._kernels`` (make's build step) takes none: one line, exit 2."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "rrfbench._kernels", "--bogus"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        "error: python -m rrfbench._kernels takes no arguments; got --bogus"]
