@@ -8,6 +8,10 @@ started in ``notebooks/`` and the CLI started at the top share one cache), else
 :func:`cache_dir`: ``$RRFBENCH_CACHE`` or ``~/.cache/rrfbench``. Nothing is written beside the
 data.
 
+**One writer per cache entry.** :func:`exclusive` holds an advisory lock on a file, so two
+processes that need the same expensive entry (two notebooks, two test workers, the CLI and a
+notebook encoding one corpus) do not both compute it: the second waits, then finds it done.
+
 **Atomic writes.** Every file rrfbench writes goes through one of the ``write_*`` functions:
 a temporary file in the same folder, then ``os.replace``, so a killed process never leaves a
 half-written file where a finished one is expected.
@@ -23,11 +27,17 @@ import sqlite3
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks (see exclusive)
+    fcntl = None
 
 from ._version import __version__
 
@@ -142,6 +152,30 @@ def write_sqlite(path: str | Path, build) -> Path:
         finally:
             con.close()
     return write_with(w, path, ".sqlite")
+
+
+# --------------------------------------------------------------------------- locks
+@contextmanager
+def exclusive(path: str | Path):
+    """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` block.
+
+    Blocks while another process holds it. Locks are ``fcntl.flock`` locks, so the OS drops one
+    when its process dies (a killed encoder never leaves a stale lock). Where ``fcntl`` does not
+    exist (Windows) this only creates the file: writes stay atomic, and two processes may then
+    both compute an entry, as before.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover - not POSIX
+        path.touch()
+        yield path
+        return
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield path
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # --------------------------------------------------------------------------- time, provenance

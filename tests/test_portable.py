@@ -1,6 +1,6 @@
 """The portable policy code (rrfbench/portable): Python and JavaScript give the same numbers.
 
-On 200 real scifact queries (bm25, fts5, dense test runs): the features of
+On 200 real cranfield queries (bm25, fts5, dense test runs): the features of
 ``adaptive_policy.py`` and ``adaptive_policy.js`` agree with each other and with
 :func:`rrfbench.qfeatures.query_features` to 1e-9; utilities agree to 1e-9 and the chosen
 candidate exactly, for hand-made linear (gains and logits), tree and constant policies whose
@@ -65,8 +65,8 @@ fs.writeFileSync(process.argv[5], JSON.stringify(out));
 
 # --------------------------------------------------------------------------- data
 @pytest.fixture(scope="module")
-def data(scifact):
-    runs = load_runs(scifact, list(RUNS), "test")
+def data(cranfield):
+    runs = load_runs(cranfield, list(RUNS), "test")
     seen = set()
     for r in runs:
         seen |= set(r.df.qid.astype(str))
@@ -78,7 +78,7 @@ def data(scifact):
         df = df.sort_values(["qid", "rank"], kind="stable")
         for q, g in df.groupby(df.qid.astype(str), sort=False):
             lists[q][r.name] = [[str(d), float(s)] for d, s in zip(g.docid, g.score, strict=True)]
-    text = dict(zip(scifact.queries.qid.astype(str), scifact.queries.text, strict=True))
+    text = dict(zip(cranfield.queries.qid.astype(str), cranfield.queries.text, strict=True))
     queries = [{"qid": q, "text": text[q], "lists": lists[q]} for q in qids]
     names = feature_names(list(RUNS))
     vec = query_features(runs, {q: text[q] for q in qids}, qids)[names].to_numpy()

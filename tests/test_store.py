@@ -60,3 +60,40 @@ def test_npy_parquet_json_sqlite(tmp_path):
 def test_provenance():
     p = store.provenance()
     assert {"rrfbench", "git_commit", "created"} <= set(p) and p["created"].endswith("Z")
+
+
+def test_exclusive_waits_for_another_process(tmp_path):
+    """A second holder gets the lock only after the first (another process) lets go, and a
+    killed holder's lock is gone with it."""
+    import subprocess
+    import sys
+    import time
+
+    lock, log = tmp_path / "x.lock", tmp_path / "log"
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import time
+from rrfbench import store
+with store.exclusive({str(lock)!r}):
+    open({str(log)!r}, "a").write("held\\n")
+    time.sleep(1.0)
+    open({str(log)!r}, "a").write("released\\n")
+"""])
+    while not (log.exists() and "held" in log.read_text()):
+        assert holder.poll() is None, "the holder died before taking the lock"
+        time.sleep(0.02)
+    with store.exclusive(lock):
+        assert log.read_text() == "held\nreleased\n"  # it waited for the other process
+    assert holder.wait(timeout=30) == 0
+    killed = subprocess.Popen([sys.executable, "-c", f"""
+import time
+from rrfbench import store
+with store.exclusive({str(lock)!r}):
+    open({str(log)!r}, "w").write("held\\n")
+    time.sleep(60)
+"""])
+    while log.read_text() != "held\n":
+        time.sleep(0.02)
+    killed.kill()
+    killed.wait(timeout=30)
+    with store.exclusive(lock):  # would block forever if a dead process kept its lock
+        pass

@@ -48,7 +48,7 @@ from ..errors import MissingDependencyError, choice
 from ..parallel import shard_map
 from ..progress import progress
 from ..runs import Run
-from ..store import cache_dir, results_dir, write_json, write_npy, write_with
+from ..store import cache_dir, exclusive, results_dir, write_json, write_npy, write_with
 from .base import lib_versions
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -389,8 +389,7 @@ class DenseRetriever:
 
     def embeddings_cached(self, dataset, shard_size: int = SHARD_SIZE) -> bool:
         """Whether this machine holds every shard of the corpus embeddings."""
-        return (self.shard_dir(dataset) / "shards.json").exists() and all(
-            p.exists() for p in self.shard_paths(dataset, shard_size))
+        return self._shards_current(dataset, self.shard_paths(dataset, shard_size), shard_size)
 
     def shard_dir(self, dataset) -> Path:
         """Folder of the corpus embeddings as shards (``shard-00000.npy``...)."""
@@ -411,14 +410,36 @@ class DenseRetriever:
         slightly on the texts encoded with it, so the shard layout is part of the recipe (and of
         the cache key), and an in-process, a resumed and a Dask encoding give the same numbers.
         """
-        map_shards = map_shards or shard_map()
+        paths = self.shard_paths(dataset, shard_size)
+        if self._shards_current(dataset, paths, shard_size):  # the common case: no lock needed
+            self.last_stats.update(embeddings_cached=True, shards_encoded=0)
+            return EmbeddingShards(paths)
+        # one encoder per corpus on this machine: another process encoding it (a second test
+        # worker, a notebook) is waited for, and its finished shards are not encoded again
+        with exclusive(self.shard_dir(dataset).with_suffix(".lock")):
+            self._encode_missing_shards(dataset, paths, shard_size, on_shard,
+                                        map_shards or shard_map())
+        return EmbeddingShards(paths)
+
+    def _shards_meta(self, dataset, shard_size: int) -> dict:
+        return {"n_docs": len(dataset.corpus), "shard_size": shard_size,
+                **self.embedding_params(), "fingerprint": dataset.fingerprint}
+
+    def _shards_current(self, dataset, paths, shard_size: int) -> bool:
+        meta = self.shard_dir(dataset) / "shards.json"
+        try:
+            same = json.loads(meta.read_text()) == self._shards_meta(dataset, shard_size)
+        except (OSError, ValueError):
+            return False
+        return same and all(p.exists() for p in paths)
+
+    def _encode_missing_shards(self, dataset, paths, shard_size, on_shard, map_shards) -> None:
+        """The shards not yet on disk, encoded and written one by one (under the corpus lock)."""
         folder = self.shard_dir(dataset)
         texts = dataset.doc_texts()
-        paths = self.shard_paths(dataset, shard_size)
         n_shards = len(paths)
         meta = folder / "shards.json"
-        want = {"n_docs": len(texts), "shard_size": shard_size, **self.embedding_params(),
-                "fingerprint": dataset.fingerprint}
+        want = self._shards_meta(dataset, shard_size)
         if meta.exists() and json.loads(meta.read_text()) != want:
             shutil.rmtree(folder)  # another recipe or corpus: start over
         todo = [i for i, p in enumerate(paths) if not p.exists()]
@@ -436,7 +457,6 @@ class DenseRetriever:
                 if on_shard is not None:
                     on_shard(i)
             bar.close()
-        return EmbeddingShards(paths)
 
     def encode_shard(self, texts: list[str]) -> np.ndarray:
         """One shard of document texts in one call: the recipe both the in-process and the Dask

@@ -2,7 +2,13 @@ import numpy as np
 import pytest
 
 from rrfbench.errors import MissingDependencyError
-from rrfbench.retrievers.dense import DenseRetriever, apply_prefix, resolve_model_path, topk_cosine
+from rrfbench.retrievers.dense import (
+    SHARD_SIZE,
+    DenseRetriever,
+    apply_prefix,
+    resolve_model_path,
+    topk_cosine,
+)
 from tests.conftest import needs_cranfield
 
 
@@ -129,3 +135,30 @@ def test_unreadable_query_cache_entry_is_encoded_again(tiny_beir, tmp_path, monk
     again = r.query_embeddings(texts)
     assert r.last_stats["query_embeddings_cached"] is False and np.array_equal(good, again)
     assert np.array_equal(np.load(entry), good)  # rewritten
+
+
+def test_a_corpus_another_process_is_encoding_is_waited_for(tiny_beir, tmp_path, monkeypatch):
+    """While the corpus lock is held (as by another process encoding the same corpus), a
+    retrieval waits; once the shards are written it reads them and encodes nothing."""
+    import threading
+
+    from rrfbench.datasets import load_dataset
+    from rrfbench.store import exclusive
+
+    monkeypatch.setenv("RRFBENCH_CACHE", str(tmp_path / "cache"))
+    ds = load_dataset(str(tiny_beir))
+    other = DenseRetriever(backend="torch", show_progress=False)
+    waiting = DenseRetriever(backend="torch", show_progress=False)
+    monkeypatch.setattr(waiting, "encode", lambda *a, **k: 1 / 0)  # it must not encode
+    got = {}
+    with exclusive(other.shard_dir(ds).with_suffix(".lock")):
+        thread = threading.Thread(target=lambda: got.update(emb=waiting.corpus_embeddings(ds)))
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive()  # blocked on the lock
+        other._encode_missing_shards(ds, other.shard_paths(ds), SHARD_SIZE, None,
+                                     lambda r, shards: [(i, r.encode_shard(t)) for i, t in shards])
+    thread.join(60)
+    assert not thread.is_alive() and waiting.last_stats["shards_encoded"] == 0
+    assert waiting.embeddings_cached(ds)
+    assert np.array_equal(np.asarray(got["emb"]), np.asarray(other.corpus_embeddings(ds)))
