@@ -536,3 +536,117 @@ def test_kernel_warm_up_refuses_arguments():
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip().splitlines() == [
         "error: python -m rrfbench._kernels takes no arguments; got --bogus"]
+
+
+class _Bars:
+    """Stands in for :func:`rrfbench.progress.progress`: records each bar's arguments and the
+    sizes it was advanced by."""
+
+    def __init__(self):
+        self.bars = []
+
+    def __call__(self, **kwargs):
+        bar = dict(kwargs, updates=[], closed=False)
+        self.bars.append(bar)
+
+        class Bar:
+            def update(self, n):
+                bar["updates"].append(n)
+
+            def close(self):
+                bar["closed"] = True
+        return Bar()
+
+
+def test_sweep_progress_counts_configurations_and_resumes_from_the_done_ones(tmp_path,
+                                                                            monkeypatch):
+    """The bar shows every configuration (``<name>: N configurations``, unit cfg), advances
+    by each chunk's size, starts at the configurations already done when resuming, and is
+    off with ``progress=False``; the parts folder records the grid; ``out=None`` with a
+    ``map_chunks`` still reports progress, calls ``on_chunk`` and uses that map; the default
+    chunk is 256 configurations; ``RRFBENCH_SWEEP_CHUNK_DELAY`` (for the kill tests) sleeps
+    that long after each chunk."""
+    import json
+
+    from rrfbench import engine as engine_module
+    from rrfbench.engine import grid_hash
+    from rrfbench.parallel import local_chunks
+
+    runs, qrels = _synthetic()
+    grid = _synthetic_grid(3)[:23]
+    eng = FusionEngine(runs, qrels, ["nDCG@10"])
+    bars = _Bars()
+    monkeypatch.setattr(engine_module, "progress_bar", bars)
+    want = eng.table(grid)
+
+    with pytest.raises(Stop):
+        run_sweep(eng, grid, tmp_path / "r", chunk_size=7, on_chunk=stop_after(2))
+    meta = json.loads((tmp_path / "r" / "sweep.parts" / "grid.json").read_text())
+    assert meta == {"hash": grid_hash(eng, grid), "n_configs": 23, "chunk_size": 7}
+    assert bars.bars[0] == {"total": 23, "desc": "sweep: 23 configurations", "unit": "cfg",
+                            "initial": 0, "enabled": True, "updates": [7, 7], "closed": False}
+    run_sweep(eng, grid, tmp_path / "r", chunk_size=7, name="sweep")
+    assert bars.bars[1] == {"total": 23, "desc": "sweep: 23 configurations", "unit": "cfg",
+                            "initial": 14, "enabled": True, "updates": [7, 2], "closed": True}
+    run_sweep(eng, grid, tmp_path / "q", chunk_size=7, progress=False, name="quiet")
+    assert bars.bars[2]["enabled"] is False and bars.bars[2]["updates"] == [7, 7, 7, 2]
+    assert bars.bars[2]["desc"] == "quiet: 23 configurations"
+
+    maps, seen = [], []
+
+    def counting_map(engine, chunks, h):
+        maps.append([i for i, _, _ in chunks])
+        return local_chunks(engine, chunks, h)
+
+    table = run_sweep(eng, grid, None, chunk_size=11, name="mapped", map_chunks=counting_map,
+                      on_chunk=seen.append)  # 23 = 2 x 11 + 1: a last chunk of one
+    assert maps == [[0, 1, 2]] and seen == [0, 1, 2]
+    assert bars.bars[3]["desc"] == "mapped: 23 configurations" and bars.bars[3]["enabled"]
+    assert bars.bars[3]["updates"] == [11, 11, 1]
+    pd.testing.assert_frame_equal(table.drop(columns="grid_hash"), want, check_dtype=False)
+
+    big = make_grid(3, methods=("rrf",), k=tuple(range(1, 31)), weight_step=0.25)[:300]
+    assert len(big) == 300
+    sleeps = []
+    monkeypatch.setenv("RRFBENCH_SWEEP_CHUNK_DELAY", "0.25")
+    monkeypatch.setattr(engine_module.time, "sleep", sleeps.append)
+    run_sweep(FusionEngine(runs, qrels, ["nDCG@10"]), big, tmp_path / "big")
+    assert bars.bars[4]["updates"] == [256, 44] and bars.bars[4]["enabled"] is True
+    assert sleeps == [0.25, 0.25]
+
+
+def test_make_grid_builds_exactly_the_configurations_asked_for():
+    """Each family's configurations, field by field: the default grid (RRF k=60 on the 0.1
+    simplex), shared vs per-run k, a step of exactly 1, and ``limit`` on every family."""
+    import math
+
+    from rrfbench.engine import ideal_dcg, sorted_unique
+
+    default = make_grid(2)
+    assert default == [Config("rrf", (60.0, 60.0), w, (None, None), 1, None, None, None)
+                       for w in simplex_weights(2, 0.1)]
+    assert simplex_weights(2) == simplex_weights(2, 0.1) and len(default) == 11
+    assert simplex_weights(2, 1 / 3) == [(0.0, 1.0), (0.3333333333, 0.6666666667),
+                                         (0.6666666667, 0.3333333333), (1.0, 0.0)]
+    shared = make_grid(2, k=(1, 60), weights=[(1, 1)])
+    assert [c.k for c in shared] == [(1.0, 1.0), (60.0, 60.0)]
+    per_run = make_grid(2, k=(1, 60), weights=[(1, 1)], per_run_k=True)
+    assert [c.k for c in per_run] == [(1.0, 1.0), (1.0, 60.0), (60.0, 1.0), (60.0, 60.0)]
+    assert [c.weights for c in make_grid(2, weight_step=1.0)] == [(0.0, 1.0), (1.0, 0.0),
+                                                                  (0.5, 0.5)]
+    grid = make_grid(2, methods=("rrf", "convex", "combsum", "combmnz"), weights=[(0.3, 0.7)],
+                     norms=("minmax",), limit=7)
+    assert grid == [
+        Config("rrf", (60.0, 60.0), (0.3, 0.7), (None, None), 1, None, None, 7),
+        Config("convex", (0.0, 0.0), (0.3, 0.7), (None, None), 1, "minmax", "zero", 7),
+        Config("combsum", (0.0, 0.0), (1.0, 1.0), (None, None), 1, "minmax", "zero", 7),
+        Config("combmnz", (0.0, 0.0), (1.0, 1.0), (None, None), 1, "minmax", "zero", 7)]
+
+    assert sorted_unique(np.array([3, 1, 3, 2, 1, 3], np.int64)).tolist() == [1, 2, 3]
+    assert sorted_unique(np.zeros(0, np.int64)).tolist() == []
+
+    from rrfbench.metrics import parse_metrics
+
+    rel = pd.DataFrame({"qid": ["a", "a", "c"], "docid": ["x", "y", "z"], "relevance": [1, 2, 1]})
+    got = ideal_dcg(rel, ["a", "b", "c"], parse_metrics(["nDCG@10"]))
+    assert got[:, 0].tolist() == [2 + 1 / math.log2(3), 0.0, 1.0]  # an unjudged query between
