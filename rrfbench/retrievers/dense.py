@@ -17,7 +17,9 @@
   (``$RRFBENCH_CACHE``, default ``~/.cache/rrfbench``), once.
 * Document text is ``title + " " + text``; embeddings are L2-normalised, so cosine = dot.
 * Corpus embeddings are cached as float32 ``.npy`` keyed by (model, backend, dataset
-  fingerprint, text recipe, max_seq_length, document prefix): computed once per machine.
+  fingerprint, text recipe, max_seq_length, document prefix): computed once per machine, by
+  one process at a time (a file lock per corpus: a second process asking for the same corpus,
+  such as a second test worker or notebook, waits and then reads the shards the first wrote).
   Query embeddings too, keyed by that recipe, the library versions, the batch size and the
   exact list of query texts (:meth:`DenseRetriever.query_embeddings`): a warm retrieval loads no
   model.
