@@ -353,6 +353,9 @@ def test_rename_keeps_meta():
     (b"q1 Q0 d1 1 1.0 s\nq1 Q0 d2 2 0.5 s\x00\n", "nul2.trec",
      "binary data (a NUL byte); expected UTF-8 text", 2),
     (b"q1 Q0 d1 1 1.0 s\n\n\xff\n", "latin.trec", "not UTF-8 text (byte 0xff)", 3),
+    # a blank first line counts, and the first problem is the one named
+    (b"\nq1\x00\nq2\x00\n", "nuls.trec", "binary data (a NUL byte); expected UTF-8 text", 2),
+    (b"\nq1\xfe\nq2\xff\n", "bytes.trec", "not UTF-8 text (byte 0xfe)", 2),
 ])
 def test_read_text_names_file_line_and_problem(tmp_path, content, name, message, line):
     from rrfbench.runs import read_text
