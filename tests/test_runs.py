@@ -433,3 +433,6 @@ def test_run_table_with_a_duplicate_pair_is_refused(rows, pair):
     assert str(ei.value) == f"duplicate (qid, docid) {pair} in run"
     ok = Run(pd.DataFrame([("q1", "a", 1.0), ("q2", "a", 0.5)], columns=["qid", "docid", "score"]))
     assert len(ok) == 2
+    # more queries than documents, every pair distinct: no pair key may collide
+    grid = [(f"q{i}", d, 1.0) for i in range(5) for d in ("a", "b")]
+    assert len(Run(pd.DataFrame(grid, columns=["qid", "docid", "score"]))) == 10
