@@ -424,6 +424,7 @@ def test_manifest_beside_a_run_file_gives_its_meta(tmp_path):
 
 
 @pytest.mark.parametrize("rows, pair", [
+    ([("q1", "a", 1.0), ("q1", "a", 0.5)], "(q1, a)"),  # the smallest table with a duplicate
     ([("q1", "a", 1.0), ("q1", "b", 0.5), ("q1", "a", 0.2)], "(q1, a)"),
     ([("q1", "a", 1.0), ("q2", "z", 0.5), ("q2", "b", 0.4), ("q2", "z", 0.1)], "(q2, z)"),
 ])
