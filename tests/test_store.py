@@ -92,6 +92,7 @@ with store.exclusive({str(lock)!r}):
     time.sleep(60)
 """])
     while log.read_text() != "held\n":
+        assert killed.poll() is None, "the holder died before taking the lock"
         time.sleep(0.02)
     killed.kill()
     killed.wait(timeout=30)
