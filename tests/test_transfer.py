@@ -79,6 +79,66 @@ def test_neighbourhoods_hand_computed():
     assert A.sum(axis=1) == pytest.approx(np.ones(6)) and A[0, 0] == pytest.approx(1 / 3)
 
 
+def _neighbourhoods_by_hand(configs):
+    """The rule of :func:`neighbourhoods`' docstring, pair by pair (no ranks, no chunks)."""
+    flat = []
+    for cfg in configs:
+        items = []
+        for key, v in cfg.items():
+            if key != "label":
+                for j, x in enumerate(v if isinstance(v, list | tuple) else [v]):
+                    numeric = isinstance(x, int | float) and not isinstance(x, bool)
+                    items.append((f"{key}[{j}]{'' if numeric else '?'}", x, numeric))
+        flat.append(items)
+    shape = [tuple(n for n, _, _ in f) for f in flat]
+
+    values = {(shape[i], p): sorted({flat[m][p][1] for m in range(len(flat))
+                                     if shape[m] == shape[i]})
+              for i in range(len(flat)) for p, item in enumerate(flat[i]) if item[2]}
+
+    def steps(i, j):
+        return [abs(values[shape[i], p].index(x) - values[shape[i], p].index(flat[j][p][1]))
+                for p, (_, x, numeric) in enumerate(flat[i]) if numeric]
+
+    def differ(i, j):
+        return sum(repr(a[1]) != repr(b[1]) for a, b in zip(flat[i], flat[j], strict=True)
+                   if not a[2])
+
+    A = np.zeros((len(configs), len(configs)))
+    for i in range(len(configs)):
+        same = [j for j in range(len(configs)) if shape[j] == shape[i]]
+        near = [j for j in same if max(steps(i, j), default=0) <= 1 and differ(i, j) == 0]
+        if near == [i]:
+            near += [j for j in same if max(steps(i, j), default=0) == 0 and differ(i, j) == 1]
+        A[i, near] = 1 / len(near)
+    return A
+
+
+@pytest.mark.parametrize("configs", [
+    # a label first, distinct per point: it is not a setting (neither skipped as the end of
+    # the settings nor compared as one)
+    [{"label": f"p{i}", **c} for i, c in enumerate(NB_CONFIGS)],
+    # other names, the same numbers: never neighbours of the rrf points
+    NB_CONFIGS + [{"method": "rrf", "kk": [10], "w": 0.0, "norm": None},
+                  {"method": "rrf", "k": [10], "ww": 0.0, "norm": None},
+                  {"family": "rrf", "k": [10], "w": 0.0, "norm": None}],
+    # nothing numeric varies (combsum, combmnz): each takes the one-setting-apart points
+    [{"method": m, "norm": n} for m in ("combsum", "combmnz") for n in ("minmax", "zscore")],
+    # nothing but a label
+    [{"label": "a"}, {"label": "b"}, {"label": "c"}],
+    # a point with a numeric neighbour does not also take the one-setting-apart point
+    [{"method": "rrf", "k": 10}, {"method": "rrf", "k": 20}, {"method": "isr", "k": 10}],
+    # more points than one block of 256, with an uneven k grid
+    [{"method": "rrf", "k": k, "w": w / 20} for k in (1, 2, 5, 10, 20, 40, 60, 80, 100, 200,
+                                                      400, 800, 1600, 3200)
+     for w in range(21)],
+], ids=["label", "names", "no-numbers", "only-label", "numeric-first", "big-grid"])
+def test_neighbourhoods_match_the_rule_pair_by_pair(configs):
+    A = neighbourhoods(configs)
+    assert A.shape == (len(configs), len(configs))
+    np.testing.assert_allclose(A.toarray(), _neighbourhoods_by_hand(configs), atol=0)
+
+
 def test_neighbourhood_rule_hand_computed():
     # g1 is best (.6); within one standard error (.1155 for g0: d = .3, -.1, .3, -.1): g0, g1,
     # g3, g4. Neighbourhood means: g0 (.5+.6+.58)/3 = .56, g1 = g3 = (.5+.6+.2+.58)/4 = .47,
@@ -430,6 +490,8 @@ def test_fusion_distance_hand_computed():
     from rrfbench.transfer import fusion_distance
 
     assert fusion_distance(Config("rrf", (60.0, 60.0), (1.0, 1.0), (None, None)), 2) == 0.0
+    # weights are shares whatever their sum (.25 + .25 is equal weights too)
+    assert fusion_distance(Config("rrf", (60.0, 60.0), (.25, .25), (None, None)), 2) == 0.0
     # shares (.75, .25): L1 to (.5, .5) = .5; k: mean(|ln(11/61)|, |ln(121/61)|)
     got = fusion_distance(Config("rrf", (10.0, 120.0), (3.0, 1.0), (None, None)), 2)
     assert got == pytest.approx(0.5 + (np.log(61 / 11) + np.log(121 / 61)) / 2, abs=1e-12)
@@ -462,6 +524,11 @@ def test_knob_distance_hand_computed():
     assert knob_distance({"frozen": 9, "other": 1}, shipped, knobs) == 0.0   # fixed, unknown
     assert knob_distance({"w": 0.0, "flag": False, "mode": "c"}, shipped, knobs) == pytest.approx(
         0.25 + 1 + 1)
+    # every kind adds to what the knobs before it gave; a range is hi - lo (lo = 1 here)
+    later = [Knob("flag", True), Knob("cut", None, 0.0, 1.0, optional=True),
+             Knob("w", 2.0, 1.0, 3.0)]
+    assert knob_distance({"flag": False, "cut": 0.3, "w": 2.5}, shipped | {"w": 2.0}, later) == \
+        pytest.approx(1 + 1 + 0.25)
 
 
 def test_combine_and_slices_hand_computed():
@@ -487,6 +554,9 @@ def test_combine_and_slices_hand_computed():
     got = slices([f"A{SEP}1", f"B{SEP}7", f"A{SEP}2", f"B{SEP}8"])
     assert list(got) == ["A", "B"]
     assert got["A"].tolist() == [0, 2] and got["B"].tolist() == [1, 3]
+    # the collection is what comes before the first separator, spaces and all
+    got = slices([f"my docs{SEP}1 a", f"B{SEP}7", f"my docs{SEP}2"])
+    assert list(got) == ["my docs", "B"] and got["my docs"].tolist() == [0, 2]
     b[1] = run("dense", [("7", "z", 0.1)], floor=-1.0)
     with pytest.raises(InputError) as ei:
         combine([("A", a, qa), ("B", b, qb)])
@@ -520,3 +590,106 @@ def test_refusals_are_exact():
         with pytest.raises(InputError) as ei:
             call()
         assert str(ei.value) == message
+
+
+def test_diff_verdicts_exact_cases():
+    """The cheap tests inside a stability replicate, on differences whose p-values are exact
+    whatever the sign flips drawn: nothing to test (all zero), a mean of exactly 0 (every flip
+    is at least as far from 0), and two collections that cancel out."""
+    from rrfbench.transfer import _diff_verdicts
+
+    rng = np.random.default_rng(0)
+    zero, even = np.zeros((2, 3)), np.array([[1.0, -1.0, 0.0], [0.5, -0.5, 0.0]])
+    nothing = _diff_verdicts([zero, zero], rng, flips=10, hb_draws=10)
+    assert nothing["p_collections"].tolist() == [1.0, 1.0]    # every bootstrap mean is 0
+    out = _diff_verdicts([zero, even], rng, flips=50, hb_draws=40)
+    assert out["p_holm"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert out["p_queries"].tolist() == [1.0, 1.0] and out["p_collections"].tolist() == [1.0, 1.0]
+    assert out["gain"].tolist() == [0.0, 0.0] and out["code"].tolist() == [2, 2]   # no evidence
+    # +1 everywhere on one collection, -1 on the other: a macro gain of exactly 0
+    up, down = np.ones((1, 4)), -np.ones((1, 4))
+    out = _diff_verdicts([up, down], np.random.default_rng(1), flips=50, hb_draws=40)
+    assert out["means"].tolist() == [[1.0], [-1.0]] and out["p_queries"].tolist() == [1.0]
+    # each collection alone: every flip but all-the-same-sign is closer to 0 than 1
+    assert out["p_holm"].max() < 1.0
+    # one collection is a suite too (the first one's replicate count is B)
+    one = _diff_verdicts([up], np.random.default_rng(2), flips=20, hb_draws=10)
+    assert one["means"].shape == (1, 1) and one["gain"].tolist() == [1.0]
+    # the sign-flip p-value is (1 + flips at least as far from 0) / (flips + 1) (Phipson and
+    # Smyth), ties counted: on +1 x 4 only the all-plus and all-minus flips reach |mean| = 1
+    signs = np.random.default_rng(2).choice(np.array([-1.0, 1.0]), size=(20, 4))
+    extreme = int((np.abs(signs.sum(axis=1)) == 4).sum())
+    assert one["p_holm"].tolist() == [[(1 + extreme) / 21]]
+
+
+def _shifted(name, shift, noise=.05, seed=0, n=30):
+    """A two-point grid on 30 queries: g0 is the default, g1 the default moved by ``shift``."""
+    r = np.random.default_rng(seed)
+    base = r.random(n) * .5 + .25
+    return coll(name, [list(base), list(base + shift + noise * r.standard_normal(n))],
+                default=base, n=n)
+
+
+def test_verdict_reasons_name_every_loss():
+    # g1 loses on c0 and c1 (each chosen on the others, where it loses on one and wins on one)
+    colls = [_shifted("c0", -.2, seed=1), _shifted("c1", -.2, seed=2), _shifted("c2", .3, seed=3)]
+    res = _result(colls, stability_resamples=20, preset="titan", knobs={"k": 60},
+                  provenance={"grid": "g"})
+    assert [(r["collection"], r["default"]["outcome"]) for r in res.loco] == [
+        ("c0", "loss"), ("c1", "loss"), ("c2", "tie")]
+    assert res.verdict_reason == (
+        "LOCO macro gain -0.1298 over the default; p=0.0001 over queries; hierarchical "
+        "bootstrap p=0.0690; significant losses on c0, c1 (Holm-adjusted p 0.0003, 0.0003): "
+        "keep the default")
+    # the stability of a loss is measured as a loss (a replicate losing there agrees)
+    assert res.stability["per_collection"]["c0"]["share_same_outcome"] == 1.0
+    assert (res.preset, res.knobs, res.provenance) == ("titan", {"k": 60}, {"grid": "g"})
+    # a loss before Holm's adjustment only is named in the reason, as such
+    colls = [_shifted("c0", .3, seed=1), _shifted("c1", .03, noise=.2, seed=2),
+             _shifted("c2", .03, noise=.2, seed=4), _shifted("c3", -.018, seed=3)]
+    res = _result(colls, stability_resamples=0)
+    assert [r["default"]["outcome_unadjusted"] for r in res.loco] == ["win", "win", "tie", "loss"]
+    assert res.verdict == VERDICTS[1] and res.verdict_reason.endswith(
+        "no collection loses significantly (Holm over the 4 per-collection tests; unadjusted "
+        "p < 0.05 on c3)")
+
+
+def test_rules_choose_over_all_collections_with_their_own_inputs():
+    # g1..g3 within one standard error of the best, g3; g2 has the best neighbourhood; g1 is
+    # the closest to the default by the distances given
+    P = {0: [.1, -.1, .1, -.1], 1: [.1, -.1, -.1, .1], 2: [-.1, .1, .1, -.1], 3: [.1, .1, -.1, -.1],
+         4: [0] * 4}
+    rows = [list(v + np.array(P[i])) for i, v in enumerate((.5, .58, .59, .60, .2))]
+    colls = [coll(f"c{i}", rows, default=np.full(4, .4)) for i in range(3)]
+    dist = np.array([5, .1, 3, 2, 9.])
+    got = {(rule, d is not None): _result(colls, rule=rule, distances=d, stability_resamples=0)
+           for rule, d in (("best", None), ("1se", dist), ("1se", None), ("nbr", None))}
+    assert {key: r.label for key, r in got.items()} == {
+        ("best", False): "g3", ("1se", True): "g1", ("1se", False): "g3", ("nbr", False): "g2"}
+    assert [r["selected"] for r in got["1se", True].loco] == ["g1"] * 3
+    assert [r["selected"] for r in got["nbr", False].loco] == ["g2"] * 3
+
+
+def test_family_results_are_the_suite_result_of_each_family_alone():
+    rng = np.random.default_rng(3)
+    colls = [coll(f"c{i}", list(.5 + .1 * rng.random((5, 12))), default=np.full(12, .5), n=12)
+             for i in range(3)]
+    families = {"one": [4], "rrf": [0, 1], "convex": [2, 3, 4]}
+    res = _result(colls, families=families, stability_resamples=5)
+    assert list(res.families) == ["rrf", "convex"]        # a one-point family has no choice
+    for fam in ("rrf", "convex"):
+        idx = families[fam]
+        sub = [CollectionData(c.name, c.protocol, c.T[idx], c.E[idx], c.default_T, c.default_E,
+                              c.eval_qids) for c in colls]
+        alone = transfer_result("s", sub, family=fam, metric="m",
+                                labels=[f"g{i}" for i in idx], configs=[{"g": i} for i in idx],
+                                default={"config": {"g": -1}, "label": "default"},
+                                stability_resamples=5)
+        row = res.families[fam]
+        assert (row["selected"], row["verdict"], row["gain"], row["wins"]) == (
+            alone.label, alone.verdict, alone.summary["gain"], alone.summary["wins"])
+        assert row["selected_per_collection"] == {r["collection"]: r["selected"]
+                                                  for r in alone.loco}
+        assert row["stability"]["stability"] == alone.stability["stability"]
+    assert _result(colls, stability_resamples=0).stability == {}      # skipped, not None
+    assert _result(colls, stability_resamples=1).stability["B"] == 1
