@@ -6,6 +6,7 @@ per-machine cache ($RRFBENCH_CACHE), as in normal use, so they are computed once
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -57,6 +58,69 @@ def results_root(tmp_path_factory):
         os.environ.pop("RRFBENCH_RESULTS", None)
     else:
         os.environ["RRFBENCH_RESULTS"] = old
+
+
+# Small cuts of the real collections, under their real names: the README's command lines and
+# the notebooks run on them (tests/test_readme.py, tests/test_notebooks.py).
+CUT_COLLECTIONS = ("scifact", "nfcorpus-preprocessed", "cranfield", "lisa", "time", "adi",
+                   "cmrc2018-zh")
+QUERIES_PER_SPLIT = 8
+DOCS = 80
+JUDGED_PER_QUERY = 5
+TEXT_CHARS = 200  # each kept document's text is cut to its first 200 characters
+
+
+def cut_collection(src: Path, dst: Path) -> None:
+    """A small BEIR folder cut from ``src``: per qrels split its first
+    :data:`QUERIES_PER_SPLIT` judged queries (at most :data:`JUDGED_PER_QUERY` judgments each),
+    the judged documents, then the corpus's first documents up to :data:`DOCS`, each document's
+    text cut to its first :data:`TEXT_CHARS` characters (the commands' output is not what this
+    test checks, and a short text is encoded ~5x faster on a machine whose embedding cache is
+    still empty)."""
+    (dst / "qrels").mkdir(parents=True)
+    keep_docs: dict[str, None] = {}
+    keep_queries: set[str] = set()
+    for qrels in sorted((src / "qrels").glob("*.tsv")):
+        lines = qrels.read_text(encoding="utf-8").splitlines()
+        kept, per_query = [lines[0]], {}
+        for ln in lines[1:]:
+            qid, did, _ = ln.split("\t")
+            if qid not in per_query and len(per_query) >= QUERIES_PER_SPLIT:
+                continue
+            if per_query.get(qid, 0) >= JUDGED_PER_QUERY:
+                continue
+            per_query[qid] = per_query.get(qid, 0) + 1
+            keep_docs[did] = None
+            kept.append(ln)
+        keep_queries |= set(per_query)
+        (dst / "qrels" / qrels.name).write_text("\n".join(kept) + "\n", encoding="utf-8")
+    with open(src / "corpus.jsonl", encoding="utf-8") as fh, \
+            open(dst / "corpus.jsonl", "w", encoding="utf-8") as out:
+        rows = [json.loads(ln) for ln in fh if ln.strip()]
+        chosen = [r for r in rows if str(r["_id"]) in keep_docs]
+        chosen += [r for r in rows if str(r["_id"]) not in keep_docs][:max(0, DOCS - len(chosen))]
+        chosen = [{**r, "text": r["text"][:TEXT_CHARS]} for r in chosen]
+        out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen)
+    with open(src / "queries.jsonl", encoding="utf-8") as fh, \
+            open(dst / "queries.jsonl", "w", encoding="utf-8") as out:
+        out.writelines(ln for ln in fh if ln.strip() and str(json.loads(ln)["_id"]) in keep_queries)
+
+
+
+@pytest.fixture(scope="session")
+def cut_data(tmp_path_factory):
+    """A data root holding :func:`cut_collection` of every collection in
+    :data:`CUT_COLLECTIONS` (skips when one is not on ``RRFBENCH_DATA``)."""
+    from rrfbench.datasets import available_datasets
+
+    missing = [c for c in CUT_COLLECTIONS if not _have(c)]
+    if missing:
+        pytest.skip(f"not on RRFBENCH_DATA: {', '.join(missing)}")
+    where = dict(available_datasets())
+    data = tmp_path_factory.mktemp("cuts")
+    for name in CUT_COLLECTIONS:
+        cut_collection(Path(where[name]), data / name)
+    return data
 
 
 @pytest.fixture(scope="session")
@@ -126,10 +190,10 @@ def tiny_beir(tmp_path):
 
 @pytest.fixture(scope="session")
 def mini_beir(tmp_path_factory):
-    """A small two-split BEIR folder cut from cranfield: 400 documents, train = judged queries
+    """A small two-split BEIR folder cut from cranfield: 400 documents, each text cut to its
+    first 300 characters (its tests check protocols and caches, not values, and short texts cut
+    its dense encoding ~4x on a machine whose embedding cache is empty), train = judged queries
     with odd positions, test = even, judgments restricted to the kept documents."""
-    import json
-
     from rrfbench import load_dataset
 
     if not _have("cranfield"):
@@ -141,7 +205,7 @@ def mini_beir(tmp_path_factory):
     keep = set(docs.docid)
     with open(d / "corpus.jsonl", "w") as fh:
         for r in docs.itertuples():
-            fh.write(json.dumps({"_id": r.docid, "title": r.title, "text": r.text}) + "\n")
+            fh.write(json.dumps({"_id": r.docid, "title": r.title, "text": r.text[:300]}) + "\n")
     qr = src.qrels("test").df
     qr = qr[qr.docid.isin(keep)]
     qids = sorted(qr.qid.unique(), key=int)

@@ -1,12 +1,16 @@
-"""Every notebook runs top to bottom (on cranfield, to stay fast) and is committed clean."""
+"""Every notebook runs top to bottom and is committed clean.
+
+They run on small cuts of the real collections under their real names (the README test's data,
+``cut_data`` in conftest): cranfield for the single-collection notebooks, the ``small`` suite
+(cranfield, time, adi) for 05 and 07, with their own results folder. What they compute on the
+full collections is what the CLI computes (tests/test_workflows.py, tests/test_transfer.py and
+tests/test_adaptive.py check that on real data); this test checks that each one runs."""
 
 import os
 from pathlib import Path
 
 import nbformat
 import pytest
-
-from tests.conftest import needs_cranfield
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
@@ -23,11 +27,18 @@ def test_committed_without_outputs(path):
             assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: clear outputs"
 
 
-@needs_cranfield
+@pytest.fixture(scope="module")
+def notebook_results(tmp_path_factory):
+    """One results folder for the notebooks of this worker (later ones reuse earlier runs)."""
+    return tmp_path_factory.mktemp("notebook-results")
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_runs_top_to_bottom(path, monkeypatch):
+def test_runs_top_to_bottom(path, monkeypatch, cut_data, notebook_results):
     from nbclient import NotebookClient
 
+    monkeypatch.setenv("RRFBENCH_DATA", str(cut_data))
+    monkeypatch.setenv("RRFBENCH_RESULTS", str(notebook_results))
     monkeypatch.setenv("RRFBENCH_NB_DATASET", "cranfield")
     monkeypatch.setenv("RRFBENCH_NB_SUITE", "small")
     monkeypatch.setenv("RRFBENCH_NB_FAST", "1")

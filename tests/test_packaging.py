@@ -1,9 +1,11 @@
 """pyproject.toml is the one source of truth; environment.yml must mirror it exactly."""
 
+import os
 import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,3 +48,35 @@ def test_import_is_light():
             "'numba', 'matplotlib'} & set(sys.modules); print(sorted(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_bytecode_step_covers_what_a_cli_call_and_the_dense_model_import():
+    """``make`` installs with ``pip --no-compile`` and then ``python -m rrfbench._bytecode``
+    writes the byte-code of what processes import. Where that step ran (a ``.venv`` built by
+    ``make``), a fresh process importing the CLI, the workflows, scikit-learn and ONNX Runtime
+    compile no installed module from source: nothing in site-packages is compiled again."""
+    import subprocess
+    import sys
+
+    if not (Path(sys.prefix) / ".bytecode").exists():
+        pytest.skip("this environment was not built by make (no .venv/.bytecode)")
+    code = "import rrfbench.cli, rrfbench.workflows, sklearn.ensemble, onnxruntime"
+    p = subprocess.run([sys.executable, "-v", "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, check=True)
+    site = [ln for ln in p.stderr.splitlines() if ln.startswith("# code object from ")
+            and "site-packages" in ln and ln.endswith(".py")]
+    assert len(p.stderr.splitlines()) > 1000  # -v did report the imports
+    assert not site, f"{len(site)} modules compiled from source, e.g. {site[:5]}"
+
+
+def test_bytecode_step_refuses_arguments_and_names_what_is_missing():
+    import subprocess
+    import sys
+
+    from rrfbench._bytecode import warm
+
+    p = subprocess.run([sys.executable, "-m", "rrfbench._bytecode", "--all"], capture_output=True,
+                       text=True)
+    assert p.returncode == 2
+    assert p.stderr.strip() == "error: python -m rrfbench._bytecode takes no arguments; got --all"
+    assert warm(("json", "no_such_module_rrfbench")) == (["json"], ["no_such_module_rrfbench"])

@@ -12,7 +12,6 @@ not run; a runnable line may hold neither.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -23,16 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CUT_COLLECTIONS as COLLECTIONS
 from tests.conftest import _have
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SCRIPT = shutil.which("rrfbench") or str(Path(sys.executable).parent / "rrfbench")
-COLLECTIONS = ("scifact", "nfcorpus-preprocessed", "cranfield", "lisa", "time", "adi",
-               "cmrc2018-zh")
-QUERIES_PER_SPLIT = 8
-DOCS = 80
-JUDGED_PER_QUERY = 5
 
 
 def readme_commands(text: str) -> list[str]:
@@ -70,51 +65,14 @@ def test_syntax_lines_are_not_in_bash_blocks():
             assert not re.search(r"\[--", line), f"optional part in a runnable block: {line}"
 
 
-def cut_collection(src: Path, dst: Path) -> None:
-    """A small BEIR folder cut from ``src``: per qrels split its first
-    :data:`QUERIES_PER_SPLIT` judged queries (at most :data:`JUDGED_PER_QUERY` judgments each),
-    the judged documents, then the corpus's first documents up to :data:`DOCS`."""
-    (dst / "qrels").mkdir(parents=True)
-    keep_docs: dict[str, None] = {}
-    keep_queries: set[str] = set()
-    for qrels in sorted((src / "qrels").glob("*.tsv")):
-        lines = qrels.read_text(encoding="utf-8").splitlines()
-        kept, per_query = [lines[0]], {}
-        for ln in lines[1:]:
-            qid, did, _ = ln.split("\t")
-            if qid not in per_query and len(per_query) >= QUERIES_PER_SPLIT:
-                continue
-            if per_query.get(qid, 0) >= JUDGED_PER_QUERY:
-                continue
-            per_query[qid] = per_query.get(qid, 0) + 1
-            keep_docs[did] = None
-            kept.append(ln)
-        keep_queries |= set(per_query)
-        (dst / "qrels" / qrels.name).write_text("\n".join(kept) + "\n", encoding="utf-8")
-    with open(src / "corpus.jsonl", encoding="utf-8") as fh, \
-            open(dst / "corpus.jsonl", "w", encoding="utf-8") as out:
-        rows = [json.loads(ln) for ln in fh if ln.strip()]
-        chosen = [r for r in rows if str(r["_id"]) in keep_docs]
-        chosen += [r for r in rows if str(r["_id"]) not in keep_docs][:max(0, DOCS - len(chosen))]
-        out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen)
-    with open(src / "queries.jsonl", encoding="utf-8") as fh, \
-            open(dst / "queries.jsonl", "w", encoding="utf-8") as out:
-        out.writelines(ln for ln in fh if ln.strip() and str(json.loads(ln)["_id"]) in keep_queries)
-
-
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
+def project(tmp_path_factory, cut_data):
     """A scratch project: the committed files a user's clone has, and small data."""
     missing = [c for c in COLLECTIONS if not _have(c)]
     if missing:
         pytest.skip(f"not on RRFBENCH_DATA: {', '.join(missing)}")
-    from rrfbench.datasets import available_datasets
-
-    where = dict(available_datasets())
-    base = tmp_path_factory.mktemp("readme")
-    data, proj = base / "data", base / "project"
-    for name in COLLECTIONS:
-        cut_collection(Path(where[name]), data / name)
+    data = cut_data
+    proj = tmp_path_factory.mktemp("readme") / "project"
     proj.mkdir()
     shutil.copy(ROOT / "pyproject.toml", proj)
     shutil.copy(ROOT / "README.md", proj)
