@@ -78,6 +78,15 @@ RULE_ABOUT = (
     "IMPROVED: delta > margin and p < alpha. NOISE: |delta| > margin, p >= alpha. OKISH: "
     "|delta| <= margin. OK: equal to 4 decimals. Entries without per_query: mean-only rule.")
 OK_EPS = 5e-5  # |delta| below this is equal to 4 decimals
+ABOUT = (
+    "Expected metrics per (dataset, split, system): the mean `metrics` and their `per_query` "
+    "values; `rrfbench regress` recomputes them, `rrfbench regress --update` recomputes every "
+    "entry (dense ones too) and rewrites them deliberately. Keyword runs are the same on every "
+    "CPU (ties at the depth cut go by docid). Dense runs use the fp32 ONNX model and encode the "
+    "corpus in fixed shards, yet a CPU with other vector units (AVX-512 vs AVX2) still shifts "
+    "their floats slightly: so `regress` fails only on a loss beyond the rule's margin that a "
+    "paired test over the queries finds significant (see `rule`). scifact's dense entries are "
+    "SKIPped on a machine that has not cached its scifact embeddings (`--all` computes them).")
 
 
 def default_path() -> Path:
@@ -349,6 +358,7 @@ def update(baselines: dict, rows: list[dict]) -> tuple[dict, list[str]]:
     SKIPped keep theirs), the rule written out in full, and a human-readable diff."""
     copy = json.loads(json.dumps(baselines))
     new = {k: v for k, v in copy.items() if k not in ("tolerance", "rule", "entries")}
+    new["about"] = ABOUT
     new["rule"] = {**rule(baselines), "about": RULE_ABOUT}
     new["entries"] = copy["entries"]
     diff = []

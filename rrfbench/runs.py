@@ -120,6 +120,41 @@ def _sort_and_rank(qkey: np.ndarray, dkey: np.ndarray, score: np.ndarray):
     return order, rank.astype(np.int64)
 
 
+def docid_keys(docids) -> np.ndarray:
+    """Each document's position in docid string order: the rank rule's tie key, as an int."""
+    docids = np.asarray(docids, dtype=object)
+    keys = np.empty(len(docids), dtype=np.int64)
+    keys[np.argsort(docids.astype(str), kind="stable")] = np.arange(len(docids))
+    return keys
+
+
+def top_k(scores: np.ndarray, k: int, keys: np.ndarray) -> np.ndarray:
+    """Column indices of the ``k`` best entries of each row of ``scores`` by the rank rule
+    (score descending, ties by ``keys`` ascending, e.g. :func:`docid_keys`), in that order.
+
+    The same on every CPU. ``np.argpartition`` alone keeps an arbitrary few of the entries tied
+    at the cut, and which ones depends on the SIMD sort NumPy dispatches to: on an AVX-512 CPU
+    and an AVX2 one it kept different documents of scifact's BM25 run (``NPY_DISABLE_CPU_FEATURES``
+    reproduces either on one machine; ``tests/test_runs.py`` checks both). Here the partition
+    only finds the k-th best *value*, which is exact whatever the algorithm; the entries tied at
+    it are chosen by ``keys``. ``keys``: one per column, or one per entry (same shape).
+    """
+    scores = np.atleast_2d(np.asarray(scores))
+    n_rows, n = scores.shape
+    keys = np.broadcast_to(np.asarray(keys, dtype=np.int64), scores.shape)
+    k = min(int(k), n)
+    if k <= 0 or n_rows == 0:
+        return np.zeros((n_rows, max(k, 0)), dtype=np.int64)
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    kth = np.take_along_axis(scores, part, 1).min(axis=1)
+    for r in np.flatnonzero((scores >= kth[:, None]).sum(axis=1) > k):  # ties across the cut
+        cand = np.flatnonzero(scores[r] >= kth[r])
+        part[r] = cand[np.lexsort((keys[r, cand], -scores[r, cand]))[:k]]
+    order = np.lexsort((np.take_along_axis(keys, part, 1), -np.take_along_axis(scores, part, 1)),
+                       axis=1)
+    return np.take_along_axis(part, order, 1).astype(np.int64, copy=False)
+
+
 def _parse_trec_fast(text: str) -> pd.DataFrame | None:
     """Parse well-formed TREC text with pandas' C reader; ``None`` if any line looks wrong."""
     if not text.strip():

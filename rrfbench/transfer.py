@@ -563,6 +563,14 @@ def _first_max(obj: np.ndarray) -> np.ndarray:
     return np.argmax(obj >= obj.max(axis=0) - 1e-12, axis=0)
 
 
+def _random_subsets(rng, B: int, n: int, m: int) -> np.ndarray:
+    """``B`` random subsets of ``m`` of ``n`` columns, each in a fixed order. A stable argsort
+    of uniform draws, not ``np.argpartition``: the partition returns the same subset in an order
+    that depends on the SIMD sort NumPy dispatches to (AVX-512 vs AVX2), and the noise drawn
+    next is assigned in that order, so the stability figures moved with the CPU."""
+    return np.argsort(rng.random((B, n)), axis=1, kind="stable")[:, :m]
+
+
 def _draw(scheme: str, colls: Sequence[CollectionData], B: int, rng,
           noise_shift: float, noise_share: float) -> list[tuple[_Replicates, _Replicates]]:
     """Per collection (tuning, evaluation) replicates, the default as the last row; when one
@@ -581,7 +589,7 @@ def _draw(scheme: str, colls: Sequence[CollectionData], B: int, rng,
                 reps.append(_Replicates(X, idx=rng.integers(0, n, size=(B, n))))
             else:
                 m = min(n, max(1, int(np.ceil(noise_share * n))))
-                cols = np.argpartition(rng.random((B, n)), m - 1, axis=1)[:, :m]
+                cols = _random_subsets(rng, B, n, m)
                 sd = noise_shift * n / np.sqrt(m)
                 reps.append(_Replicates(X, cols=cols,
                                         noise=rng.normal(0.0, sd, size=(X.shape[0], B, m))))
@@ -726,7 +734,7 @@ def verdict_stability(deltas: Sequence[np.ndarray], code: int, *,
                 diffs.append(d[rng.integers(0, n, size=(B, n))])
                 continue
             m = min(n, max(1, int(np.ceil(noise_share * n))))
-            cols = np.argpartition(rng.random((B, n)), m - 1, axis=1)[:, :m]
+            cols = _random_subsets(rng, B, n, m)
             sd = noise_shift * n / np.sqrt(m) * np.sqrt(2.0)
             rep = np.repeat(d[None, :], B, axis=0)
             b = np.arange(B)[:, None]
@@ -1066,7 +1074,7 @@ def _k_curves(tt, et, names, colls, metric, st, se) -> dict:
     if not len(rows):
         return {}
     ks = k[rows, 0]
-    order = np.argsort(ks)
+    order = np.argsort(ks, kind="stable")
     rows, ks = rows[order], ks[order]
     pq_e = np.stack(et.per_query.to_numpy()[rows])
     pq_t = np.stack(tt.per_query.to_numpy()[rows])

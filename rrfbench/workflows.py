@@ -558,7 +558,8 @@ def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: st
 
     result, _ = reuse_or_compute(
         f"{p.name} on suite {suite}", out / "best.json",
-        lambda: _preset_inputs(p, members, metric, objective=objective, rule=rule),
+        lambda: _preset_inputs(p, members, metric, objective=objective, rule=rule,
+                               suite_code=_source_digest(transfer, stats)),
         lambda: preset_suite(suite, members, p, lambda ds, split: preset_runs(p, ds, split),
                              metric, progress=progress, objective=objective, rule=rule, log=log),
         save, reuse=reuse, write=write, log=log)
@@ -610,7 +611,8 @@ def adapt_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     def inputs():
         if p:
             return _preset_inputs(p, members, metric, adaptive_code=_source_digest(adaptive, policies,
-                                                                          qfeatures), **common)
+                                                                          qfeatures, transfer, stats),
+                                  **common)
         runs = [(ds.name, split, spec) for ds, pr in members
                 for split in sorted({pr.tune_split, pr.eval_split}) for spec in specs]
         return run_inputs(runs, (adaptive, policies, qfeatures, engine, fusion, transfer, tuning),

@@ -249,3 +249,33 @@ def stop_after(n: int):
         if i == n - 1:
             raise Stop
     return callback
+
+
+def simd_levels() -> list[str]:
+    """``NPY_DISABLE_CPU_FEATURES`` values under which NumPy dispatches as CPUs with fewer
+    vector units do: "" (everything this CPU has), then its dispatch targets switched off from
+    the top down (on an AVX-512 machine with NumPy 2.4: AVX512_SPR, ..., down to X86_V2 alone,
+    i.e. what an AVX2-only and an older x86-64 CPU run). NumPy's sorts, partitions and
+    transcendental functions have per-target kernels; a result that changes between two of
+    these levels would change between two machines."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:  # NumPy 1.x
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    found = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)]
+    return [" ".join(found[i:]) for i in range(len(found), -1, -1)]
+
+
+def at_every_simd_level(code: str, *args: str, timeout: int = 300) -> dict[str, str]:
+    """stdout of ``code`` run in a fresh interpreter at each of :func:`simd_levels`."""
+    import subprocess
+    import sys
+
+    out = {}
+    for level in simd_levels():
+        env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": level}
+        p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                           env=env, timeout=timeout, cwd=ROOT)
+        assert p.returncode == 0, (level, p.stderr[-3000:])
+        out[level or "(all on)"] = p.stdout
+    return out

@@ -10,7 +10,7 @@ import pytest
 
 from rrfbench.cli import main
 from rrfbench.errors import InputError, RrfbenchWarning
-from rrfbench.regress import RULE, check, dumps, load_baselines, one_sided_p, update
+from rrfbench.regress import ABOUT, RULE, check, dumps, load_baselines, one_sided_p, update
 from tests.conftest import needs_cranfield
 
 BASELINES = Path(__file__).resolve().parents[1] / "results" / "baselines.json"
@@ -244,6 +244,7 @@ def test_old_format_entries_use_the_mean_with_a_warning(tmp_path, capsys):
     assert len(diff) == 3 and diff[-1] == "per-query values: 2 entries added, 0 changed"
     assert "tolerance" not in new
     assert {k: new["rule"][k] for k in RULE} == RULE and "about" in new["rule"]
+    assert new["about"] == ABOUT and "fp32" in ABOUT and "int8" not in ABOUT  # kept current
     for e in new["entries"]:
         assert len(e["per_query"]["qids"]) == 225
         assert set(e["per_query"]) == {"qids", "nDCG@10", "R@100"}

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from rrfbench.errors import InputError
-from rrfbench.runs import Qrels, Run
-from tests.conftest import python_without_jit
+from rrfbench.runs import Qrels, Run, docid_keys, top_k
+from tests.conftest import at_every_simd_level, python_without_jit
 
 # rank column deliberately disagrees with the scores; d3/d2 tie on score
 TREC = """q1 Q0 d1 3 1.5 sys
@@ -437,3 +437,50 @@ def test_run_table_with_a_duplicate_pair_is_refused(rows, pair):
     # more queries than documents, every pair distinct: no pair key may collide
     grid = [(f"q{i}", d, 1.0) for i in range(5) for d in ("a", "b")]
     assert len(Run(pd.DataFrame(grid, columns=["qid", "docid", "score"]))) == 10
+
+
+def _top_k_reference(scores, k, keys):
+    """The rank rule, by a full stable sort of every row."""
+    keys = np.broadcast_to(keys, scores.shape)
+    return np.stack([np.lexsort((keys[r], -scores[r]))[:k] for r in range(len(scores))])
+
+
+@pytest.mark.parametrize("k", [1, 7, 50, 199, 200, 500])
+def test_top_k_follows_the_rank_rule_at_the_cut(k):
+    """Scores drawn from 4 values, so most rows have ties straddling the cut: the kept entries
+    are the best scores, then the lowest keys among those tied at the k-th score."""
+    rng = np.random.default_rng(k)
+    scores = rng.integers(0, 4, size=(30, 200)).astype(np.float32)
+    keys = rng.permutation(200)
+    got = top_k(scores, k, keys)
+    assert got.shape == (30, min(k, 200)) and got.dtype == np.int64
+    assert np.array_equal(got, _top_k_reference(scores, min(k, 200), keys))
+    per_entry = rng.permutation(30 * 200).reshape(30, 200)  # keys given per entry
+    assert np.array_equal(top_k(scores, k, per_entry), _top_k_reference(scores, min(k, 200), per_entry))
+
+
+def test_top_k_edges():
+    s = np.array([[0.5, 0.5, 0.5], [3.0, -1.0, 3.0]])
+    assert top_k(s, 2, np.array([2, 0, 1])).tolist() == [[1, 2], [2, 0]]  # by key on ties
+    assert top_k(s, 0, np.arange(3)).shape == (2, 0)
+    assert top_k(np.zeros((0, 3)), 2, np.arange(3)).shape == (0, 2)
+    assert top_k(np.array([1.0, 2.0]), 5, np.arange(2)).tolist() == [[1, 0]]  # 1-D: one row
+    assert docid_keys(["d10", "d2", "d1"]).tolist() == [1, 2, 0]  # string order
+
+
+def test_top_k_is_the_same_at_every_simd_level():
+    """Run as NumPy would on CPUs with fewer vector units: the kept entries and their order do
+    not change. (Plain ``np.argpartition`` keeps different tied entries at these levels on an
+    AVX-512 machine: that is the bug this guards against; the script prints both.)"""
+    code = """
+import hashlib, numpy as np
+from rrfbench.runs import top_k
+rng = np.random.default_rng(0)
+s = rng.integers(0, 5, size=(64, 3000)).astype(np.float32)
+keys = rng.permutation(3000)
+h = lambda a: hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:16]
+print(h(top_k(s, 100, keys)), h(np.sort(np.argpartition(-s, 99, axis=1)[:, :100], axis=1)))
+"""
+    out = at_every_simd_level(code)
+    ours = {level: line.split()[0] for level, line in out.items()}
+    assert len(set(ours.values())) == 1, out

@@ -693,3 +693,25 @@ def test_family_results_are_the_suite_result_of_each_family_alone():
         assert row["stability"]["stability"] == alone.stability["stability"]
     assert _result(colls, stability_resamples=0).stability == {}      # skipped, not None
     assert _result(colls, stability_resamples=1).stability["B"] == 1
+
+
+def test_stability_is_the_same_at_every_simd_level():
+    """The stability figures (query bootstraps and CPU-size noise, suite and per-query
+    verdicts) in fresh processes running NumPy as CPUs with fewer vector units do: identical.
+    The noise draws used to go to the queries in ``np.argpartition``'s order, which differs
+    between the AVX-512 and AVX2 levels at 3,000 queries (and at every size below AVX2)."""
+    from tests.conftest import at_every_simd_level
+
+    code = """
+import hashlib, json
+import numpy as np
+from rrfbench.transfer import _random_subsets, stability, verdict_stability
+from tests.test_transfer import _standard, _suite
+print(hashlib.sha256(_random_subsets(np.random.default_rng(0), 200, 3000, 60).tobytes()).hexdigest())
+a = stability(_suite([0.016 + 0.1 * _standard(i) for i in range(4)]), n_resamples=60, seed=3)
+d = [np.random.default_rng(i).normal(0.0036, 0.1, 3000) for i in range(3)]
+v = verdict_stability(d, 1, n_resamples=60)
+print(json.dumps([a, v], sort_keys=True, default=repr))
+"""
+    out = at_every_simd_level(code)
+    assert len(set(out.values())) == 1, {k: v[:300] for k, v in out.items()}

@@ -27,7 +27,10 @@ from ..runs import Run, content_digest, manifest_path
 from ..store import results_dir, utc_now, write_parquet, write_text
 
 MANIFEST_KEYS = ("retriever", "params", "depth", "versions", "fingerprint", "split",
-                 "score_floor")
+                 "score_floor", "cut")
+# how a retriever chooses among documents tied at its depth cut: recorded, so that runs cut by an
+# earlier, CPU-dependent rule (bm25s's and the dense top-k's argpartition) are not reused
+CUT_RULE = "score desc, docid asc (rrfbench.runs.top_k)"
 
 
 class Retriever(Protocol):
@@ -109,6 +112,7 @@ def _expected(retriever, dataset, split: str, depth: int) -> dict:
         "fingerprint": dataset.fingerprint,
         "split": split,
         "score_floor": float(retriever.score_floor),
+        "cut": CUT_RULE,
     }
 
 

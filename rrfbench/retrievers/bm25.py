@@ -21,7 +21,7 @@ import pandas as pd
 import Stemmer
 
 from ..errors import choice
-from ..runs import Run
+from ..runs import Run, docid_keys, top_k
 from .base import lib_versions
 from .rank_bm25 import jieba_lcut
 
@@ -43,6 +43,7 @@ BM25S_DELTA = 0.5  # bm25s's delta of BM25L and BM25+ (BM25Retriever leaves it a
 TF_LIMIT = {"lucene": lambda k1: 1.0, "robertson": lambda k1: 1.0, "atire": lambda k1: k1 + 1.0,
             "bm25l": lambda k1: k1 + 1.0, "bm25+": lambda k1: k1 + 1.0 + BM25S_DELTA}
 QUERY_BATCH = 1000
+SCORE_CELLS = 1 << 25  # query x document scores held at once (128 MB of float32)
 
 
 def _stemmer(language: str | None):
@@ -146,25 +147,30 @@ class BM25Retriever:
         return model, docids
 
     def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:
+        """Each query's ``depth`` best documents by the rank rule. bm25s scores every document
+        (``get_scores``, its own numpy path); the cut is :func:`rrfbench.runs.top_k`, not
+        bm25s's ``argpartition``, whose choice among documents tied at the cut differs between
+        AVX2 and AVX-512 CPUs."""
         model, docids = self.index(dataset)
         k = min(depth, len(docids))
+        keys = docid_keys(docids)
         qtoks = self.tokenize(list(queries.text))
         vocab = model.vocab_dict
         qtoks = [[t for t in toks if t in vocab] for toks in qtoks]
         nonempty = [i for i, t in enumerate(qtoks) if t]
         qids = np.asarray(queries.qid, dtype=object)
-        if not nonempty:
+        if not nonempty or k == 0:
             return Run(pd.DataFrame(columns=["qid", "docid", "score"]), self.name)
+        batch_rows = max(1, min(QUERY_BATCH, SCORE_CELLS // len(docids)))  # bounded memory
         parts_i, parts_s = [], []
-        for a in range(0, len(nonempty), QUERY_BATCH):  # bounded memory: k x batch at a time
-            batch = nonempty[a:a + QUERY_BATCH]
-            idx, scores = model.retrieve([qtoks[i] for i in batch], k=k, show_progress=False,
-                                         n_threads=1)
+        for a in range(0, len(nonempty), batch_rows):
+            S = np.stack([model.get_scores(qtoks[i]) for i in nonempty[a:a + batch_rows]])
+            idx = top_k(S, k, keys)
             parts_i.append(idx)
-            parts_s.append(scores)
+            parts_s.append(np.take_along_axis(S, idx, 1))
         idx, scores = np.concatenate(parts_i), np.concatenate(parts_s)
         q_index = np.repeat(np.asarray(nonempty, dtype=np.int64), k)
         flat_idx, flat_s = idx.ravel(), scores.ravel().astype(np.float64)
-        keep = flat_s > 0  # bm25s pads with zero-score non-matching documents
+        keep = flat_s > 0  # documents that match no query term score 0: not retrieved
         return Run.from_indexed(qids, q_index[keep], docids, flat_idx[keep], flat_s[keep],
                                 self.name)

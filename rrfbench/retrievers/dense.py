@@ -49,7 +49,7 @@ import pandas as pd
 from ..errors import MissingDependencyError, choice
 from ..parallel import shard_map
 from ..progress import progress
-from ..runs import Run
+from ..runs import Run, docid_keys, top_k
 from ..store import cache_dir, exclusive, results_dir, write_json, write_npy, write_with
 from .base import lib_versions
 
@@ -185,16 +185,20 @@ def _blocks(docs, size: int):
 
 
 def topk_cosine(queries: np.ndarray, docs, k: int, block: int = 16384,
-                query_block: int = 1024):
+                query_block: int = 1024, keys: np.ndarray | None = None):
     """Exact top-``k`` of ``queries @ docs.T`` per row: (indices, scores), best first.
 
     Queries ``query_block`` at a time against the corpus ``block`` documents at a time (``docs``
     may be memory-mapped shards), keeping a running top-k: memory stays bounded by
     query_block x block however large the corpus; the full n_q x n_d matrix is never held.
+    Ties (duplicate documents score exactly alike) go by ``keys`` ascending, one per document
+    (a run passes :func:`rrfbench.runs.docid_keys`; default: corpus order), at the cut too
+    (:func:`rrfbench.runs.top_k`), so the kept documents do not depend on the CPU's sort.
     """
     nq, nd = len(queries), len(docs)
+    keys = np.arange(nd, dtype=np.int64) if keys is None else np.asarray(keys, dtype=np.int64)
     if nq > query_block:
-        parts = [topk_cosine(queries[a:a + query_block], docs, k, block, query_block)
+        parts = [topk_cosine(queries[a:a + query_block], docs, k, block, query_block, keys)
                  for a in range(0, nq, query_block)]
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     k = min(k, nd)
@@ -202,17 +206,13 @@ def topk_cosine(queries: np.ndarray, docs, k: int, block: int = 16384,
     best_s = np.zeros((nq, 0), dtype=np.float32)
     for start, chunk in _blocks(docs, block):
         s = queries @ chunk.T
-        kk = min(k, s.shape[1])
-        part = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
+        part = top_k(s, k, keys[start:start + s.shape[1]])
         cand_s = np.concatenate([best_s, np.take_along_axis(s, part, 1)], axis=1)
         cand_i = np.concatenate([best_i, part + start], axis=1)
-        if cand_s.shape[1] > k:
-            keep = np.argpartition(-cand_s, k - 1, axis=1)[:, :k]
-            cand_s = np.take_along_axis(cand_s, keep, 1)
-            cand_i = np.take_along_axis(cand_i, keep, 1)
-        best_s, best_i = cand_s, cand_i
-    order = np.lexsort((best_i, -best_s), axis=1) if best_s.size else best_s.astype(np.int64)
-    return np.take_along_axis(best_i, order, 1), np.take_along_axis(best_s, order, 1)
+        keep = top_k(cand_s, k, keys[cand_i])  # also puts them in rank order
+        best_s = np.take_along_axis(cand_s, keep, 1)
+        best_i = np.take_along_axis(cand_i, keep, 1)
+    return best_i, best_s
 
 
 _LOADED: dict[tuple, object] = {}  # (model, backend, max_seq_length) -> SentenceTransformer
@@ -532,12 +532,12 @@ class DenseRetriever:
             return Run.from_indexed(np.asarray(queries.qid, dtype=object), q_index,
                                     np.asarray(dataset.corpus.docid, dtype=object),
                                     idx[keep], scores[keep].astype(np.float64), self.name)
-        idx, scores = topk_cosine(q, docs, depth)
+        docids = np.asarray(dataset.corpus.docid, dtype=object)
+        idx, scores = topk_cosine(q, docs, depth, keys=docid_keys(docids))
         k = idx.shape[1]
         q_index = np.repeat(np.arange(len(queries)), k)
-        return Run.from_indexed(np.asarray(queries.qid, dtype=object), q_index,
-                                np.asarray(dataset.corpus.docid, dtype=object), idx.ravel(),
-                                scores.ravel(), self.name)
+        return Run.from_indexed(np.asarray(queries.qid, dtype=object), q_index, docids,
+                                idx.ravel(), scores.ravel(), self.name)
 
 
 def embedding_fingerprint(retriever: DenseRetriever, texts: list[str], n_directions: int = 8,

@@ -64,3 +64,59 @@ def test_bm25s_scores_match_rank_bm25_style_reference(tiny_beir):
         score += idf * tf / (tf + 1.2 * (1 - 0.75 + 0.75 * len(d) / avgdl))  # Lucene >= 8: no (k1 + 1)
     got = run.df[(run.df.qid == "q2") & (run.df.docid == "d3")].score.item()
     assert got == pytest.approx(score, rel=1e-5)
+
+
+def _tied_corpus(root, n_docs=3000, seed=0):
+    """A BEIR folder whose documents are two words of six: hundreds score exactly alike."""
+    import json
+
+    rng = np.random.default_rng(seed)
+    words = ["apple", "pear", "plum", "fig", "lime", "kiwi"]
+    d = root / "tied"
+    (d / "qrels").mkdir(parents=True)
+    ids = [f"d{i}" for i in rng.permutation(n_docs)]  # string order != corpus order
+    with open(d / "corpus.jsonl", "w") as fh:
+        for i in ids:
+            fh.write(json.dumps({"_id": i, "title": "", "text": " ".join(rng.choice(words, 2))}) + "\n")
+    with open(d / "queries.jsonl", "w") as fh:
+        for q in range(12):
+            fh.write(json.dumps({"_id": f"q{q}", "text": " ".join(rng.choice(words, 1 + q % 2))}) + "\n")
+    (d / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"q{q}\t{ids[q]}\t1\n" for q in range(12)))
+    return d
+
+
+def test_ties_at_the_depth_cut_keep_the_lowest_docids(tmp_path):
+    """The run holds each query's best documents by the rank rule, the cut included: of the
+    documents tied at the last kept score, those first in docid string order."""
+    from rrfbench import load_dataset
+
+    ds = load_dataset(str(_tied_corpus(tmp_path)))
+    r = BM25Retriever()
+    run = r.retrieve(ds, ds.split_queries("test"), 100)
+    model, docids = r.index(ds)
+    for qid, text in zip(ds.split_queries("test").qid, ds.split_queries("test").text, strict=True):
+        s = model.get_scores(r.tokenize([text])[0]).astype(np.float64)
+        ok = np.flatnonzero(s > 0)
+        want = ok[np.lexsort((docids[ok].astype(str), -s[ok]))][:100]
+        got = run.df[run.df.qid == qid]
+        assert got.docid.tolist() == docids[want].tolist(), qid
+        assert (s[want] == s[want][-1]).sum() > 1 and (s == s[want][-1]).sum() > 100 - (s > s[want][-1]).sum()  # a real tie at the cut
+
+
+def test_bm25_run_is_the_same_at_every_simd_level(tmp_path):
+    """The whole BM25 path (bm25s scores, the cut, the run) in fresh processes running NumPy as
+    CPUs with fewer vector units do: one content digest. With bm25s's own top-k the digest
+    differed between the AVX-512 and AVX2 levels (scifact's committed runs did too)."""
+    from tests.conftest import at_every_simd_level
+
+    code = """
+import sys
+from rrfbench import load_dataset
+from rrfbench.retrievers.bm25 import BM25Retriever
+from rrfbench.runs import content_digest
+ds = load_dataset(sys.argv[1])
+print(content_digest(BM25Retriever().retrieve(ds, ds.split_queries("test"), 100)))
+"""
+    out = at_every_simd_level(code, str(_tied_corpus(tmp_path)))
+    assert len(set(out.values())) == 1, out
