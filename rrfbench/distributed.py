@@ -97,9 +97,13 @@ def client_for(scheduler: str | None = None, workers: int | None = None):
         return
     if not workers or workers < 1:
         raise InputError(f"--workers: {workers!r} must be >= 1")
+    # silence_logs=CRITICAL: on a loaded machine a worker's heartbeat can reach a scheduler
+    # that is already closing and log an ERROR with a traceback after the command succeeded
+    # (seen in `rrfbench sweep scifact --workers 2`); task failures still reach the client as
+    # exceptions, which the command reports
     cluster = distributed.LocalCluster(n_workers=int(workers), threads_per_worker=1,
                                        processes=True, dashboard_address=None,
-                                       silence_logs=40)
+                                       silence_logs=50)
     client = distributed.Client(cluster)
     try:
         with using(client):

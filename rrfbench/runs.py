@@ -128,9 +128,10 @@ def docid_keys(docids) -> np.ndarray:
     return keys
 
 
-def top_k(scores: np.ndarray, k: int, keys: np.ndarray) -> np.ndarray:
+def top_k(scores: np.ndarray, k: int, keys: np.ndarray, ordered: bool = True) -> np.ndarray:
     """Column indices of the ``k`` best entries of each row of ``scores`` by the rank rule
-    (score descending, ties by ``keys`` ascending, e.g. :func:`docid_keys`), in that order.
+    (score descending, ties by ``keys`` ascending, e.g. :func:`docid_keys`), in that order
+    (``ordered=False``: the same entries, in no particular order, without the sort).
 
     The same on every CPU. ``np.argpartition`` alone keeps an arbitrary few of the entries tied
     at the cut, and which ones depends on the SIMD sort NumPy dispatches to: on an AVX-512 CPU
@@ -150,6 +151,8 @@ def top_k(scores: np.ndarray, k: int, keys: np.ndarray) -> np.ndarray:
     for r in np.flatnonzero((scores >= kth[:, None]).sum(axis=1) > k):  # ties across the cut
         cand = np.flatnonzero(scores[r] >= kth[r])
         part[r] = cand[np.lexsort((keys[r, cand], -scores[r, cand]))[:k]]
+    if not ordered:
+        return part.astype(np.int64, copy=False)
     order = np.lexsort((np.take_along_axis(keys, part, 1), -np.take_along_axis(scores, part, 1)),
                        axis=1)
     return np.take_along_axis(part, order, 1).astype(np.int64, copy=False)

@@ -239,14 +239,22 @@ def run_inputs(runs: Sequence[tuple], code: Sequence = (), **parts) -> Inputs:
 
 def reuse_or_compute(what: str, path: Path, inputs: Callable[[], Inputs], compute: Callable,
                      save: Callable | None = None, reuse: bool = True, write: bool = True,
-                     log: Callable[[str], None] = _quiet):
+                     log: Callable[[str], None] = _quiet, prepare: Callable | None = None):
     """The one cache rule for results computed from runs (preset tunings, suites): a saved
     result at ``path`` is reused only while the content digests of the runs it read, the grid
     and the code are unchanged (:class:`Inputs`); otherwise it is recomputed with ``compute()``
     and, with ``write``, saved with ``save(result)`` (default: best.json at ``path``). The log
-    line says which and why. Returns ``(result, reused)``."""
+    line says which and why. Returns ``(result, reused)``.
+
+    ``prepare()`` retrieves the runs ``inputs`` names. It is called when a saved result exists
+    but some of its runs are not cached yet (a fresh clone with the committed results): their
+    content decides, so they are retrieved (``compute`` would retrieve them anyway) and
+    compared, instead of recomputing a result that their content may well reproduce."""
     if reuse and path.exists():
         now = inputs()
+        if prepare is not None and None in now.runs.values():
+            prepare()
+            now = inputs()
         try:
             old = load_result(path)
         except InputError as exc:
@@ -534,9 +542,21 @@ def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     def save(result):
         write_transfer_outputs(result, out)
 
+    def prepare():
+        for ds, p in members:
+            for split in sorted({p.tune_split, p.eval_split}):
+                load_runs(ds, specs, split, run_depth, log)
+
     result, _ = reuse_or_compute(f"suite {suite}", out / "best.json", inputs, compute, save,
-                                 reuse=write, write=write, log=log)
+                                 reuse=write, write=write, log=log, prepare=prepare)
     return SuiteOutcome(result, out if write else None, tables)
+
+
+def _preset_suite_runs(preset, members) -> None:
+    """Retrieve (or find cached) every run ``preset`` reads on the suite's ``members``."""
+    for ds, proto in members:
+        for split in sorted({proto.tune_split, proto.eval_split}):
+            preset_runs(preset, ds, split)
 
 
 def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: str = "macro",
@@ -562,7 +582,7 @@ def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: st
                                suite_code=_source_digest(transfer, stats)),
         lambda: preset_suite(suite, members, p, lambda ds, split: preset_runs(p, ds, split),
                              metric, progress=progress, objective=objective, rule=rule, log=log),
-        save, reuse=reuse, write=write, log=log)
+        save, reuse=reuse, write=write, log=log, prepare=lambda: _preset_suite_runs(p, members))
     return SuiteOutcome(result, out if write else None)
 
 
@@ -638,9 +658,16 @@ def adapt_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
             write_report(adaptive_dir(suite), {f"preset-{p.name}": adaptive_section(
                 result, {k: f"presets/{p.name}/{v}" for k, v in made.items()})})
 
+    def prepare():
+        if p:
+            return _preset_suite_runs(p, members)
+        for ds, pr in members:
+            for split in sorted({pr.tune_split, pr.eval_split}):
+                load_runs(ds, specs, split, run_depth, log)
+
     result, _ = reuse_or_compute(f"adaptive {suite}" + (f" ({p.name})" if p else ""),
                                  out / "best.json", inputs, compute, save,
-                                 reuse=reuse and write, write=write, log=log)
+                                 reuse=reuse and write, write=write, log=log, prepare=prepare)
     return AdaptOutcome(result, out if write else None)
 
 

@@ -159,3 +159,49 @@ def test_explain_of_a_weight_policy_shows_its_predicted_weights():
     near = np.abs(w - P[0]).sum() - np.abs(w - P).sum(axis=1)
     np.testing.assert_allclose(utils.utility.to_numpy(), near, atol=2e-3)  # w printed to 3 places
     assert utils.chosen.eq("yes").sum() == 1 and "static default" in view[-1]
+
+
+def test_a_saved_result_whose_runs_are_not_cached_yet_is_checked_not_recomputed(mini_beir,
+                                                                                results_root):
+    """A fresh clone holds the committed results but no runs: ``prepare`` retrieves the runs
+    first, and when their content is what the result read, the result is reused. Without
+    ``prepare`` the missing runs count as changed and the result is recomputed."""
+    import shutil
+
+    from rrfbench.presets import get_preset
+    from rrfbench.workflows import (
+        _preset_inputs,
+        as_dataset,
+        choose_protocol,
+        preset_runs,
+        reuse_or_compute,
+    )
+
+    ds = as_dataset(str(mini_beir))
+    p = get_preset("ai-memory")
+    shutil.rmtree(results_root / "runs" / "mini", ignore_errors=True)  # runs as retrieved now
+    first = tune_preset_on(ds, p, progress=False)
+    path = results_root / "mini" / "presets" / "ai-memory" / "best.json"
+    proto = choose_protocol(ds.splits, None, None, None)
+    inputs = lambda: _preset_inputs(p, [(ds, proto)], first.metric)  # noqa: E731
+    computed, prepared, logs = [], [], []
+
+    def compute():
+        computed.append(1)
+        return first
+
+    def prepare():
+        prepared.append(1)
+        for split in dict.fromkeys((proto.tune_split, proto.eval_split)):
+            preset_runs(p, ds, split)
+
+    shutil.rmtree(results_root / "runs" / "mini")
+    assert None in inputs().runs.values()
+    got, reused = reuse_or_compute("ai-memory", path, inputs, compute, write=False,
+                                   log=logs.append, prepare=prepare)
+    assert reused and got == first and not computed and prepared == [1]
+    assert "reusing" in logs[-1] and None not in inputs().runs.values()
+    shutil.rmtree(results_root / "runs" / "mini")
+    got, reused = reuse_or_compute("ai-memory", path, inputs, compute, write=False,
+                                   log=logs.append)
+    assert not reused and computed == [1] and "recomputing" in logs[-1] and "None" in logs[-1]

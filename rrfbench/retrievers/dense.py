@@ -206,13 +206,17 @@ def topk_cosine(queries: np.ndarray, docs, k: int, block: int = 16384,
     best_s = np.zeros((nq, 0), dtype=np.float32)
     for start, chunk in _blocks(docs, block):
         s = queries @ chunk.T
-        part = top_k(s, k, keys[start:start + s.shape[1]])
-        cand_s = np.concatenate([best_s, np.take_along_axis(s, part, 1)], axis=1)
-        cand_i = np.concatenate([best_i, part + start], axis=1)
-        keep = top_k(cand_s, k, keys[cand_i])  # also puts them in rank order
-        best_s = np.take_along_axis(cand_s, keep, 1)
-        best_i = np.take_along_axis(cand_i, keep, 1)
-    return best_i, best_s
+        part = top_k(s, k, keys[start:start + s.shape[1]], ordered=False)
+        best_s = np.concatenate([best_s, np.take_along_axis(s, part, 1)], axis=1)
+        best_i = np.concatenate([best_i, part + start], axis=1)
+        if best_s.shape[1] > k:
+            keep = top_k(best_s, k, keys[best_i], ordered=False)
+            best_s = np.take_along_axis(best_s, keep, 1)
+            best_i = np.take_along_axis(best_i, keep, 1)
+    if not best_s.size:
+        return best_i, best_s
+    order = np.lexsort((keys[best_i], -best_s), axis=1)  # the rank rule, once, at the end
+    return np.take_along_axis(best_i, order, 1), np.take_along_axis(best_s, order, 1)
 
 
 _LOADED: dict[tuple, object] = {}  # (model, backend, max_seq_length) -> SentenceTransformer
