@@ -82,7 +82,8 @@ class Policy:
             return np.zeros((len(X), k))
         Z = (X - np.asarray(m["mean"])) / np.asarray(m["scale"])
         if m["type"] == "linear":
-            raw = Z @ np.asarray(m["coef"], dtype=np.float64).T + np.asarray(m["intercept"])
+            coef = np.asarray(m["coef"], dtype=np.float64)  # a NumPy sum, not BLAS: see _rowdot
+            raw = _rowdot(Z, coef) + np.asarray(m["intercept"])
         elif m["type"] == "trees":
             raw = np.stack([e["init"] + e["rate"] * sum(_tree_predict(t, Z) for t in e["trees"])
                             for e in m["ensembles"]], axis=1)
@@ -118,6 +119,15 @@ class Policy:
         return (f"{self.kind} over {len(self.candidates)} candidates "
                 f"({'; '.join(c['label'] for c in self.candidates)}), tau={self.tau:.4g}, "
                 f"{len(self.features)} {self.feature_set} features")
+
+
+def _rowdot(Z: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """``Z @ coef.T`` summed by NumPy in a fixed order. BLAS picks its kernel by CPU
+    (OpenBLAS's SkylakeX and Haswell kernels sum in different orders), and a last-bit
+    difference in a utility or a boosting target can move a tree split or a threshold: the
+    adaptive suite's policies differed between the two (``OPENBLAS_CORETYPE`` shows it on one
+    machine). The fitted scikit-learn models' own BLAS use is not covered by this."""
+    return (Z[:, None, :] * coef[None, :, :]).sum(axis=2)
 
 
 def _tree_predict(t: dict, Z: np.ndarray) -> np.ndarray:
@@ -216,7 +226,7 @@ def _fit_weights(kind: str, Z: np.ndarray, Y: np.ndarray, P: np.ndarray, base: d
         raise InputError(f"{kind}: {Y.shape[1]} family points need a ({Y.shape[1]} x weights) "
                          "matrix of their weight vectors")
     best = Y >= Y.max(axis=1, keepdims=True) - 1e-12
-    target = (best @ P) / best.sum(axis=1, keepdims=True)
+    target = (best[:, :, None] * P[None, :, :]).sum(axis=1) / best.sum(axis=1, keepdims=True)
     weight = Y.max(axis=1) - Y.min(axis=1)
     keep = weight > 0
     if len(P) < 2 or keep.sum() < 2:

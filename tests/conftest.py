@@ -279,3 +279,33 @@ def at_every_simd_level(code: str, *args: str, timeout: int = 300) -> dict[str, 
         assert p.returncode == 0, (level, p.stderr[-3000:])
         out[level or "(all on)"] = p.stdout
     return out
+
+
+def blas_kernels() -> list[str]:
+    """``OPENBLAS_CORETYPE`` values this CPU can run besides its own: OpenBLAS (NumPy's and
+    SciPy's) picks its kernels by CPU, and its SkylakeX, Haswell and Prescott kernels sum
+    matrix products in different orders. "" is the CPU's own choice."""
+    import platform
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return [""]
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        flags = []
+    return ["", "Prescott"] + (["Haswell"] if "avx2" in flags else [])
+
+
+def at_every_blas_kernel(code: str, *args: str, timeout: int = 300) -> dict[str, str]:
+    """stdout of ``code`` run in a fresh interpreter with each of :func:`blas_kernels`."""
+    import subprocess
+    import sys
+
+    out = {}
+    for kernel in blas_kernels():
+        env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
+        p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                           env=env, timeout=timeout, cwd=ROOT)
+        assert p.returncode == 0, (kernel, p.stderr[-3000:])
+        out[kernel or "(own)"] = p.stdout
+    return out

@@ -165,3 +165,36 @@ def test_weight_family_of_free_fusion_and_of_a_systems_knobs():
     assert fam == [0, 1] and P.tolist() == [[0.7, 1.0], [0.3, 1.0]]
     memory = [{"vector": True, "graph": False, "k": 60}, {"vector": False, "graph": True, "k": 60}]
     assert weight_family(memory, 1)[0] == [1] and weight_vector(memory[0]) is None
+
+
+def test_policies_are_the_same_with_every_blas_kernel():
+    """Fitted in fresh processes whose OpenBLAS runs other CPUs' kernels: the boosted trees of
+    the weight kinds (their targets average the best family points) and every kind's utilities
+    are bit for bit the same, so are the choices. With ``best @ P`` and ``Z @ coef`` done by
+    BLAS they were not, and the real adaptive suite picked another policy kind on one fold.
+    (The linear kinds' own scikit-learn fits still use BLAS: their coefficients may differ in
+    the last bits, which this does not compare.)"""
+    from tests.conftest import at_every_blas_kernel
+
+    code = """
+import hashlib, json
+import numpy as np
+from rrfbench.policies import Policy, fit_model
+rng = np.random.default_rng(3)
+X = rng.normal(size=(500, 34))
+P = np.round(rng.dirichlet(np.ones(3), size=12), 1)
+Y = np.round(rng.uniform(0, 1, size=(500, 12)) + 0.3 * (X[:, :12] > 0.5), 2)  # many ties
+Xt = rng.normal(size=(300, 34))
+coef = rng.normal(size=(4, 34))
+lin = {"type": "linear", "target": "gains", "mean": [0.0] * 34, "scale": [1.0] * 34,
+       "coef": coef.tolist(), "intercept": [0.0] * 4}
+h = lambda a: hashlib.sha256(json.dumps(a, sort_keys=True).encode()).hexdigest()[:16]
+cands = [{"label": str(j)} for j in range(12)]
+wgbm = fit_model("wgbm", X, Y, points=P)
+pols = [Policy("wgbm", ["a", "b", "c"], [f"f{i}" for i in range(34)], cands, wgbm, tau=0.1),
+        Policy("ridge", ["a"], [f"f{i}" for i in range(34)], cands[:5], lin, tau=0.1)]
+print(h(wgbm["ensembles"]), *(h(p.utilities(Xt).tolist()) for p in pols),
+      *(h(p.choose(Xt).tolist()) for p in pols))
+"""
+    out = at_every_blas_kernel(code)
+    assert len(set(out.values())) == 1, out
