@@ -70,6 +70,7 @@ bench: $(VENV)/.compiled
 	$(BIN)/python benchmarks/bench_presets.py
 	$(BIN)/python benchmarks/bench_jieba.py
 	$(BIN)/python benchmarks/bench_dense.py
+	$(BIN)/python benchmarks/bench_topk.py
 
 ## regress: metric-regression check against results/baselines.json
 regress: $(VENV)/.compiled
