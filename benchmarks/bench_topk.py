@@ -7,6 +7,7 @@ whose choice among tied documents depends on the SIMD sort NumPy dispatches to.
 tie-free scores both return the same lists. Last line: ``ratio_vs_argpartition: <float>``.
 """
 
+import sys
 import time
 
 import numpy as np
@@ -57,4 +58,7 @@ def main(n_docs: int = 100_000, n_queries: int = 1000, dim: int = 384, k: int = 
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        print(f"error: bench_topk.py takes no arguments (got {sys.argv[1]!r})", file=sys.stderr)
+        sys.exit(2)
     main()

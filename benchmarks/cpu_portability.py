@@ -100,4 +100,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        print(f"error: cpu_portability.py takes no arguments (got {sys.argv[1]!r})", file=sys.stderr)
+        sys.exit(2)
     sys.exit(main())

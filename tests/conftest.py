@@ -266,19 +266,24 @@ def simd_levels() -> list[str]:
     return [" ".join(found[i:]) for i in range(len(found), -1, -1)]
 
 
-def at_every_simd_level(code: str, *args: str, timeout: int = 300) -> dict[str, str]:
-    """stdout of ``code`` run in a fresh interpreter at each of :func:`simd_levels`."""
+def _each_env(var: str, values: list[str], own: str, code: str, args, timeout: int) -> dict:
+    """stdout of ``code`` run in a fresh interpreter once per value of environment ``var``
+    (keyed by the value, ``own`` for "")."""
     import subprocess
     import sys
 
     out = {}
-    for level in simd_levels():
-        env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": level}
+    for value in values:
         p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                           env=env, timeout=timeout, cwd=ROOT)
-        assert p.returncode == 0, (level, p.stderr[-3000:])
-        out[level or "(all on)"] = p.stdout
+                           env={**os.environ, var: value}, timeout=timeout, cwd=ROOT)
+        assert p.returncode == 0, (value, p.stderr[-3000:])
+        out[value or own] = p.stdout
     return out
+
+
+def at_every_simd_level(code: str, *args: str, timeout: int = 300) -> dict[str, str]:
+    """stdout of ``code`` run in a fresh interpreter at each of :func:`simd_levels`."""
+    return _each_env("NPY_DISABLE_CPU_FEATURES", simd_levels(), "(all on)", code, args, timeout)
 
 
 def blas_kernels() -> list[str]:
@@ -298,14 +303,4 @@ def blas_kernels() -> list[str]:
 
 def at_every_blas_kernel(code: str, *args: str, timeout: int = 300) -> dict[str, str]:
     """stdout of ``code`` run in a fresh interpreter with each of :func:`blas_kernels`."""
-    import subprocess
-    import sys
-
-    out = {}
-    for kernel in blas_kernels():
-        env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
-        p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                           env=env, timeout=timeout, cwd=ROOT)
-        assert p.returncode == 0, (kernel, p.stderr[-3000:])
-        out[kernel or "(own)"] = p.stdout
-    return out
+    return _each_env("OPENBLAS_CORETYPE", blas_kernels(), "(own)", code, args, timeout)
