@@ -13,7 +13,7 @@ import time
 from _common import ROOT  # noqa: F401
 
 from rrfbench.engine import FusionEngine, make_grid
-from rrfbench.transfer import combine
+from rrfbench.suite_data import combine
 from rrfbench.workflows import load_runs, suite_members
 
 

@@ -3,7 +3,7 @@
 Per held-out collection C of a suite (leave-one-collection-out), on the *other* collections'
 tuning splits only:
 
-1. the **static default** is selected by the suite rule (:func:`rrfbench.transfer.select`);
+1. the **static default** is selected by the suite rule (:func:`rrfbench.selection.select`);
 2. **candidates** (:func:`rrfbench.policies.candidates`): the static default and K-1 grid points
    that most raise the per-query oracle over the training queries;
 3. a **policy** (:mod:`rrfbench.policies`) learns from the training queries' features
@@ -47,23 +47,13 @@ from .policies import (
 from .qfeatures import corpus_stats, feature_names, query_features, select_features
 from .results import TESTS, AdaptiveResult
 from .runs import Run, content_digest, run_frame
+from .selection import fusion_distance, knob_distance, neighbourhoods, select
+from .stability import STABILITY_RESAMPLES, verdict_stability
 from .stats import bootstrap_ci, hierarchical_bootstrap, macro_randomisation_test, permutation_test
 from .store import provenance, results_dir, write_parquet
-from .transfer import (
-    STABILITY_RESAMPLES,
-    VERDICTS,
-    CollectionData,
-    _stable_verdict,
-    collection_outcomes,
-    fusion_distance,
-    knob_distance,
-    neighbourhoods,
-    select,
-    suite_matrices,
-    verdict_code,
-    verdict_stability,
-)
+from .suite_data import CollectionData, suite_matrices
 from .tuning import preset_matrix, rrf60_config
+from .verdicts import VERDICTS, _stable_verdict, collection_outcomes, verdict_code
 
 IMPORTANCE_SEED = 0
 
@@ -123,8 +113,8 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
     (``c.default_E``); ``features``: the column names (default: :func:`feature_names` of
     ``runs`` and ``feature_set``); ``static_recommended``: what the static suite result recommends (the
     fallback when the policy's evidence is not there). ``stability_resamples``: replicates of
-    :func:`rrfbench.transfer.verdict_stability` (0: none); a verdict below 80% stability is
-    weakened or becomes *unstable* (:func:`rrfbench.transfer._stable_verdict`)."""
+    :func:`rrfbench.stability.verdict_stability` (0: none); a verdict below 80% stability is
+    weakened or becomes *unstable* (:func:`rrfbench.verdicts._stable_verdict`)."""
     if len(colls) < 3:
         raise InputError("adaptive fusion needs at least three collections (a policy's threshold "
                          "is chosen leave-one-collection-out inside each training fold)")

@@ -30,8 +30,8 @@ from .policies import KINDS, N_CANDIDATES
 from .qfeatures import FEATURE_SETS
 from .report import cells
 from .results import WHICH, load_result
+from .selection import DEFAULT_RULE, OBJECTIVES, RULES
 from .store import write_text
-from .transfer import DEFAULT_RULE, OBJECTIVES, RULES
 from .workflows import (
     DEFAULT_SPECS,
     adapt_suite,

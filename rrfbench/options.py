@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from .errors import InputError, choice
 from .retrievers import parse_spec
-from .transfer import DEFAULT_RULE, OBJECTIVES, RULES
+from .selection import DEFAULT_RULE, OBJECTIVES, RULES
 
 
 def parse_numbers(option: str, text: str) -> list[float]:

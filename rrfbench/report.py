@@ -17,8 +17,8 @@ import pandas as pd
 
 from . import plots
 from .results import PresetResult, SweepResult, save_result
+from .stats import spearman
 from .store import write_json, write_text
-from .transfer import spearman
 
 
 def ci(c) -> str:

@@ -339,7 +339,7 @@ class TransferResult(StaticResult):
     # how often selection and verdict hold on resampled / perturbed queries: {"B", "seed",
     # "stability", "verdict_before", "share_same_verdict", "share_same_config",
     # "share_same_family", "share_supporting", "per_collection", "schemes", "perturbation",
-    # "tests", "rule", ...} (rrfbench.transfer.stability); empty in files written before it
+    # "tests", "rule", ...} (rrfbench.stability.stability); empty in files written before it
     stability: dict = field(default_factory=dict)
     kind: str = "transfer"
     schema_version: int = SCHEMA_VERSION
@@ -482,7 +482,7 @@ class AdaptiveResult:
     provenance: dict = field(default_factory=dict)
     preset: str | None = None
     # {"stability", "share_supporting", "schemes", "verdict_before", "rule", "held_fixed", ...}
-    # (rrfbench.transfer.verdict_stability); empty in files written before it
+    # (rrfbench.stability.verdict_stability); empty in files written before it
     stability: dict = field(default_factory=dict)
     kind: str = "adaptive"
     schema_version: int = SCHEMA_VERSION

@@ -141,3 +141,19 @@ def holm(pvalues) -> np.ndarray:
     np.put_along_axis(out, order, adj, axis=-1)
     return out
 
+
+# --------------------------------------------------------------------------- description
+def _average_ranks(x) -> np.ndarray:
+    """1-based ranks, ties sharing their average rank (as ``scipy.stats.rankdata``)."""
+    _, inv, count = np.unique(np.asarray(x, dtype=np.float64), return_inverse=True,
+                              return_counts=True)
+    start = np.cumsum(count) - count
+    return (start + (count + 1) / 2.0)[inv.ravel()]
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation (average ranks for ties); NaN when either side is constant."""
+    rx, ry = _average_ranks(x), _average_ranks(y)
+    if rx.std() == 0 or ry.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])

@@ -51,9 +51,10 @@ from .results import PresetResult, SweepResult, load_result, save_result, specs_
 from .retrievers import cached_run, make_retriever, retriever_name, run_path
 from .retrievers.base import run_content_digest
 from .runs import Run
+from .selection import DEFAULT_RULE
 from .store import results_dir, write_json, write_text
 from .suites import get_suite
-from .transfer import DEFAULT_RULE, fusion_suite, preset_suite
+from .transfer import fusion_suite, preset_suite
 from .tuning import choose_protocol, single_run_configs, tune_fusion, tune_preset
 
 DEFAULT_SPECS = ("bm25", "fts5", "dense")

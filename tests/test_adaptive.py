@@ -13,7 +13,7 @@ import pytest
 
 from rrfbench.adaptive import adaptive_result
 from rrfbench.results import AdaptiveResult, load_result, save_result
-from rrfbench.transfer import CollectionData
+from rrfbench.suite_data import CollectionData
 from rrfbench.tuning import Protocol
 from tests.conftest import needs_cranfield
 
@@ -67,7 +67,8 @@ def test_adaptive_loco_finds_a_real_rule_and_reports_headroom():
 def test_a_verdict_that_flips_on_noise_is_unstable():
     """verdict_stability on a comparison at the edge of significance: resampling its queries
     flips the verdict often, so it is reported 'unstable' and the default stays."""
-    from rrfbench.transfer import VERDICTS, _stable_verdict, verdict_stability
+    from rrfbench.stability import verdict_stability
+    from rrfbench.verdicts import VERDICTS, _stable_verdict
 
     rng = np.random.default_rng(7)
     edge = [rng.normal(0.0, 0.1, 80) for _ in range(4)]

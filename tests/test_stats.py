@@ -269,3 +269,13 @@ def test_hierarchical_bootstrap_reference_and_defaults():
     assert out["ci95"] != hb(deltas, alpha=0.1)["ci95"]
     assert 0.0 < out["p_value"] < 1.0
     assert isinstance(out["p_value"], float) and isinstance(out["ci95"][0], float)
+
+
+def test_spearman_hand_computed():
+    from rrfbench.stats import spearman
+
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # ties take average ranks: x ranks (1.5, 1.5, 3), y (1, 2, 3) -> r = 0.8660
+    assert spearman([5, 5, 9], [1, 2, 3]) == pytest.approx(np.sqrt(3) / 2)
+    assert np.isnan(spearman([1, 1, 1], [1, 2, 3])) and np.isnan(spearman([1, 2], [3, 3]))

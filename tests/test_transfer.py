@@ -12,21 +12,11 @@ import pytest
 
 from rrfbench.errors import InputError
 from rrfbench.results import Protocol, TransferResult
-from rrfbench.transfer import (
-    NOISE_SHIFT,
-    VERDICTS,
-    CollectionData,
-    _draw,
-    _replicate_outcomes,
-    collection_outcomes,
-    neighbourhoods,
-    objective_values,
-    one_se_set,
-    select,
-    stability,
-    transfer_result,
-    verdict_code,
-)
+from rrfbench.selection import neighbourhoods, objective_values, one_se_set, select
+from rrfbench.stability import NOISE_SHIFT, _draw, _replicate_outcomes, stability
+from rrfbench.suite_data import CollectionData
+from rrfbench.transfer import transfer_result
+from rrfbench.verdicts import VERDICTS, collection_outcomes, verdict_code
 from tests.conftest import needs_cranfield
 
 HOLD = Protocol("holdout", "t", "e")
@@ -487,7 +477,7 @@ def test_transfer_result_equals_its_golden_file(case, gain, noise, seed, rule, o
 # --------------------------------------------------------------------------- helpers, by hand
 def test_fusion_distance_hand_computed():
     from rrfbench.engine import Config
-    from rrfbench.transfer import fusion_distance
+    from rrfbench.selection import fusion_distance
 
     assert fusion_distance(Config("rrf", (60.0, 60.0), (1.0, 1.0), (None, None)), 2) == 0.0
     # weights are shares whatever their sum (.25 + .25 is equal weights too)
@@ -508,7 +498,7 @@ def test_fusion_distance_hand_computed():
 
 def test_knob_distance_hand_computed():
     from rrfbench.presets.base import Knob
-    from rrfbench.transfer import knob_distance
+    from rrfbench.selection import knob_distance
 
     knobs = [Knob("w", 0.5, 0.0, 2.0), Knob("flag", True), Knob("cut", None, 0.0, 1.0,
                                                                   optional=True),
@@ -533,7 +523,7 @@ def test_knob_distance_hand_computed():
 
 def test_combine_and_slices_hand_computed():
     from rrfbench.runs import Qrels, Run
-    from rrfbench.transfer import SEP, combine, slices
+    from rrfbench.suite_data import SEP, combine, slices
 
     def run(name, rows, floor=0.0):
         return Run(pd.DataFrame(rows, columns=["qid", "docid", "score"]), name,
@@ -564,16 +554,6 @@ def test_combine_and_slices_hand_computed():
                              "['-1.0', '0.0']")
 
 
-def test_spearman_hand_computed():
-    from rrfbench.transfer import spearman
-
-    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
-    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
-    # ties take average ranks: x ranks (1.5, 1.5, 3), y (1, 2, 3) -> r = 0.8660
-    assert spearman([5, 5, 9], [1, 2, 3]) == pytest.approx(np.sqrt(3) / 2)
-    assert np.isnan(spearman([1, 1, 1], [1, 2, 3])) and np.isnan(spearman([1, 2], [3, 3]))
-
-
 def test_refusals_are_exact():
     """Each refusal names the option, the value and the choices, in one line."""
     colls = [coll("c1", [.5, .6]), coll("c2", [.5, .4])]
@@ -596,7 +576,7 @@ def test_diff_verdicts_exact_cases():
     """The cheap tests inside a stability replicate, on differences whose p-values are exact
     whatever the sign flips drawn: nothing to test (all zero), a mean of exactly 0 (every flip
     is at least as far from 0), and two collections that cancel out."""
-    from rrfbench.transfer import _diff_verdicts
+    from rrfbench.stability import _diff_verdicts
 
     rng = np.random.default_rng(0)
     zero, even = np.zeros((2, 3)), np.array([[1.0, -1.0, 0.0], [0.5, -0.5, 0.0]])
@@ -705,7 +685,7 @@ def test_stability_is_the_same_at_every_simd_level():
     code = """
 import hashlib, json
 import numpy as np
-from rrfbench.transfer import _random_subsets, stability, verdict_stability
+from rrfbench.stability import _random_subsets, stability, verdict_stability
 from tests.test_transfer import _standard, _suite
 print(hashlib.sha256(_random_subsets(np.random.default_rng(0), 200, 3000, 60).tobytes()).hexdigest())
 a = stability(_suite([0.016 + 0.1 * _standard(i) for i in range(4)]), n_resamples=60, seed=3)
