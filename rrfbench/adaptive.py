@@ -25,6 +25,7 @@ oracle gain the policy captures. The saved policy is the same procedure run on a
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -32,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from . import qfeatures
+from .decisions import DEFAULT_DECISION, Evidence, Fold, decision_record, grade, refused
 from .engine import Config
 from .errors import InputError
 from .parallel import process_map
@@ -42,6 +44,7 @@ from .policies import (
     Policy,
     candidates,
     fit_hedged,
+    fit_model,
     weight_family,
 )
 from .qfeatures import corpus_stats, feature_names, query_features, select_features
@@ -96,6 +99,53 @@ def _importances(policy: Policy, X: np.ndarray, E: np.ndarray, seed: int) -> np.
     return out
 
 
+def _inner_evidence(train: Sequence[CollectionData], XT: Mapping[str, np.ndarray],
+                    XE: Mapping[str, np.ndarray], kind: str, tau: float, k: int,
+                    configs: Sequence[dict], features: Sequence[str], rule: str, distances,
+                    neighbours) -> list[np.ndarray]:
+    """The nested grading's LOCO evidence inside one fold's training collections ``train``:
+    per collection c of them, a policy of the fold's ``kind`` and threshold ``tau`` fitted on
+    the others' tuning queries (static default and candidates re-selected there) and scored on
+    c's evaluation queries against that static default: c's per-query differences. The kind and
+    threshold are the ones the fold chose on all of ``train`` (not re-chosen per inner fold,
+    which would cost an inner LOCO per fit); nothing outside ``train`` is read."""
+    out = []
+    for i, c in enumerate(train):
+        rest = [o for j, o in enumerate(train) if j != i]
+        static = select(rest, "macro", rule, distances, neighbours)
+        if kind == "constant":
+            out.append(np.zeros(c.E.shape[1]))
+            continue
+        if kind in WEIGHT_KINDS:
+            used, points = weight_family(configs, static)
+        else:
+            used, points = candidates([o.T for o in rest], static, k), None
+        X = np.vstack([XT[o.name] for o in rest])
+        Y = np.hstack([o.T[used] for o in rest]).T
+        model = fit_model(kind, X, Y, points)
+        pol = Policy(kind=kind, runs=[], features=list(features),
+                     candidates=[dict(configs[j]) for j in used], model=model, tau=float(tau))
+        ch = pol.choose(XE[c.name])
+        out.append(c.E[used][ch, np.arange(len(ch))] - c.E[static])
+    return out
+
+
+def _significant(deltas: Sequence[np.ndarray], moved, stability_resamples: int) -> bool:
+    """Whether the significance verdict on these LOCO differences (with its stability check,
+    choices held fixed) is *transfers* or *likely transfers*."""
+    gain = float(np.mean([d.mean() for d in deltas]))
+    _, outcomes = collection_outcomes([float(d.mean()) for d in deltas],
+                                      [permutation_test(d, np.zeros_like(d)) for d in deltas])
+    code = int(verdict_code(gain, macro_randomisation_test(deltas),
+                            hierarchical_bootstrap(deltas)["p_value"], "loss" in outcomes))
+    if code == 2:
+        return False
+    if stability_resamples <= 0:
+        return True
+    stab = verdict_stability(deltas, code, moved=moved, n_resamples=stability_resamples)
+    return _stable_verdict(code, "", stab)[0] in VERDICTS[:2]
+
+
 def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np.ndarray],
                     XE: Mapping[str, np.ndarray], *, configs: Sequence[dict], labels: Sequence[str],
                     runs: Sequence[str], specs: Sequence[str] = (), metric: str = "nDCG@10",
@@ -105,7 +155,8 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
                     default: dict | None = None,
                     static_recommended: dict | None = None, provenance: dict | None = None,
                     assumptions: Sequence[str] = (), preset: str | None = None,
-                    stability_resamples: int = STABILITY_RESAMPLES) -> AdaptiveResult:
+                    stability_resamples: int = STABILITY_RESAMPLES,
+                    decision: str = DEFAULT_DECISION) -> AdaptiveResult:
     """The LOCO table, verdict, headroom and the policy trained on all collections.
 
     ``XT[name]`` / ``XE[name]``: feature matrices of a collection's tuning / evaluation queries,
@@ -114,7 +165,9 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
     ``runs`` and ``feature_set``); ``static_recommended``: what the static suite result recommends (the
     fallback when the policy's evidence is not there). ``stability_resamples``: replicates of
     :func:`rrfbench.stability.verdict_stability` (0: none); a verdict below 80% stability is
-    weakened or becomes *unstable* (:func:`rrfbench.verdicts._stable_verdict`)."""
+    weakened or becomes *unstable* (:func:`rrfbench.verdicts._stable_verdict`). ``decision``:
+    the rule that turns the LOCO evidence into the recommendation, graded by nested LOCO
+    (:mod:`rrfbench.decisions`; :func:`_inner_evidence` for the folds' evidence)."""
     if len(colls) < 3:
         raise InputError("adaptive fusion needs at least three collections (a policy's threshold "
                          "is chosen leave-one-collection-out inside each training fold)")
@@ -219,12 +272,37 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
     policy = _policy(kind, model, tau, sets[kind], configs, runs, features, feature_set, notes)
     imp = np.mean(imps, axis=0)
     importances = dict(sorted(zip(features, imp.tolist(), strict=True), key=lambda kv: -kv[1]))
-    transfers = verdict in VERDICTS[:2]
+    seconds = time.perf_counter()
+    grading = refused(len(colls))
+    if grading is None:
+        jobs = [([o for j, o in enumerate(colls) if j != i], {o.name: XT[o.name] for o in colls},
+                 {o.name: XE[o.name] for o in colls}, fits[i][1], fits[i][3], k, configs,
+                 features, rule, distances, neighbours) for i in range(len(colls))]
+        inner = process_map(_inner_evidence, jobs)
+        folds = []
+        for i, c in enumerate(colls):
+            rest = [o.name for j, o in enumerate(colls) if j != i]
+            moved = [np.abs(d) > 0 for d in inner[i]]
+            folds.append(Fold(c.name, Evidence(tuple(rest), tuple(inner[i]),
+                                               _significant(inner[i], moved,
+                                                            stability_resamples)),
+                              np.asarray(rows[i]["per_query"]["adaptive"]),
+                              np.asarray(rows[i]["per_query"]["static"])))
+        grading = grade(folds)
+    seconds = round(time.perf_counter() - seconds, 2)
+    dec = decision_record(decision, Evidence(tuple(c.name for c in colls), tuple(deltas),
+                                             verdict in VERDICTS[:2]), deltas, grading, verdict)
+    transfers = dec["take_change"]
+    because = f"rule {decision}: {'take the policy' if transfers else 'keep the static default'}"
+    if "track_record" in dec:
+        tr = dec["track_record"]
+        because += f" (right on {tr['right']} of {tr['of']} left-out collections in nested LOCO)"
+    because += f"; significance verdict: {verdict}"
     static_rec = static_recommended or {"config": dict(configs[static_all]), "label": labels[static_all]}
-    recommended = ({"policy": True, "label": policy.describe(), "reason": f"verdict: {verdict}"}
+    recommended = ({"policy": True, "label": policy.describe(), "reason": because}
                    if transfers else
                    {"policy": False, "config": static_rec["config"], "label": static_rec["label"],
-                    "reason": f"verdict: {verdict}; the static default stays"})
+                    "reason": because})
     tests = dict(TESTS) | {
         "p_value_queries": "randomisation test of the macro mean (sign flips within each "
                            "collection), 10000 resamples, seed 0",
@@ -245,9 +323,10 @@ def adaptive_result(suite: str, colls: list[CollectionData], XT: Mapping[str, np
                                                      "label": labels[static_all]},
         default=dict(default or {}), recommended=recommended, verdict=verdict,
         verdict_reason=why, loco=tuple(rows), summary=summary, kinds_table=kinds_table,
-        stability=stab,
+        stability=stab, decision=dec,
         importances=importances, protocols={c.name: c.protocol.to_json() for c in colls},
-        assumptions=tuple(assumptions), tests=tests, provenance=dict(provenance or {}),
+        assumptions=tuple(assumptions), tests=tests,
+        provenance=dict(provenance or {}) | {"nested_grading_s": seconds},
         preset=preset)
 
 

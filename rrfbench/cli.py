@@ -126,6 +126,7 @@ Which = Annotated[str, typer.Option(help=f"with a suite result: {_one_of(WHICH)}
 Scheduler = Annotated[str, typer.Option(help="run on a Dask scheduler, e.g. tcp://host:8786")]
 Workers = Annotated[int, typer.Option(help="run on a local Dask cluster of N worker processes")]
 Objective = Annotated[str, typer.Option(help=f"suite: {_one_of(OBJECTIVES)}")]
+AllowMissing = Annotated[bool, typer.Option("--allow-missing", help="suite: run on the collections present when some are not on the search path")]
 Rule = Annotated[str, typer.Option(help=f"suite: {_one_of(RULES)} (nbr: best neighbourhood "
                                    "average within one standard error of the best; 1se: closest "
                                    "to the default among those)")]
@@ -157,6 +158,7 @@ def retrieve(
     hops: Annotated[int, typer.Option(help="graph retrievers: hops from the seeds")] = None,
     scheduler: Scheduler = None,
     workers: Workers = None,
+    allow_missing: AllowMissing = False,
 ):
     """Retrieve (or reuse cached) runs and print their metrics.
 
@@ -166,7 +168,7 @@ def retrieve(
     """
     with cluster(scheduler, workers):
         _show(*retrieve_table(dataset, retriever or ["bm25"], split, depth, force, metric, suite,
-                              granularity, seed, hops, log=_log))
+                              granularity, seed, hops, log=_log, allow_missing=allow_missing))
 
 
 @app.command("evaluate")
@@ -240,6 +242,7 @@ def sweep(
     as_json: Annotated[bool, typer.Option("--json", help="Print best.json.")] = False,
     scheduler: Scheduler = None,
     workers: Workers = None,
+    allow_missing: AllowMissing = False,
 ):
     """Sweep fusion configurations, tune honestly; write sweep tables, best.json, plots, report.md.
 
@@ -254,7 +257,7 @@ def sweep(
                        per_run_k=per_run_k, objective=objective, rule=rule, metric=metric,
                        tune_split=tune_split, eval_split=eval_split, folds=folds,
                        run_depth=run_depth, out=out, progress=progress, client=client,
-                       log=_quiet if as_json else _log)
+                       allow_missing=allow_missing, log=_quiet if as_json else _log)
     if not as_json:
         return _render(so.view())
     d = so.result.to_json()
@@ -273,6 +276,7 @@ def adapt(
     rule: Rule = DEFAULT_RULE,
     progress: Progress = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print best.json.")] = False,
+    allow_missing: AllowMissing = False,
 ):
     """Learn per-query fusion (query features -> one of K configurations) across a suite and
     validate it leave-one-collection-out against the static suite default; write
@@ -284,7 +288,8 @@ def adapt(
     so = adapt_suite(suite, check_specs(retriever or list(DEFAULT_SPECS)), preset=preset,
                      n_candidates=candidates,
                      kinds=policy or list(KINDS), features=features, metric=metric, rule=rule,
-                     progress=progress and not as_json, log=_quiet if as_json else _log)
+                     progress=progress and not as_json, allow_missing=allow_missing,
+                     log=_quiet if as_json else _log)
     if as_json:
         return print(json.dumps(so.result.to_json()))
     _render(so.view())
@@ -298,6 +303,7 @@ def demo(
     metric: str = "nDCG@10",
     suite: Annotated[str, typer.Option(help="end with transfer across this suite ('none' to skip)")] = "en",
     progress: Progress = True,
+    allow_missing: AllowMissing = False,
 ):
     """The main job: retrieve, sweep (tuned and reported honestly), the studied systems, and
     transfer across the English collections (leave-one-collection-out).
@@ -307,7 +313,7 @@ def demo(
     """
     _render(run_demo(dataset, check_specs(retriever or list(DEFAULT_SPECS)), metric,
                      progress=progress, suite=None if suite.lower() == "none" else suite,
-                     log=_log).view())
+                     allow_missing=allow_missing, show=_render, log=_log).view())
 
 
 # --------------------------------------------------------------------------- presets
@@ -341,11 +347,12 @@ def tune(
     eval_split: str = None,
     folds: Annotated[int, typer.Option(help="k-fold CV (0: the dataset's default protocol)")] = 0,
     progress: Progress = True,
+    allow_missing: AllowMissing = False,
 ):
     """Tune a studied system within its own knobs; write results/<dataset>/presets/<preset>/best.json
     (with --suite: results/transfer/<suite>/presets/<preset>/)."""
     _render(tune_any(dataset, preset, suite, metric, objective, rule, tune_split, eval_split,
-                     folds, progress=progress, log=_log).view())
+                     folds, progress=progress, allow_missing=allow_missing, log=_log).view())
 
 
 @app.command()

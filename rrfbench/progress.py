@@ -46,14 +46,28 @@ def _widgets_available() -> bool:
     return True
 
 
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s``, ``1 h 02 min``."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
 class _Lines:
-    """A tqdm-like object that prints one line at the start and one at the end."""
+    """A tqdm-like object that prints one line at the start, one at the end and, between them,
+    at most one line every :data:`EVERY` seconds with the count, the rate and the ETA."""
+
+    EVERY = 30.0
 
     def __init__(self, iterable=None, total=None, desc: str = "", unit: str = "it", initial=0):
         self.iterable = iterable
         self.total = total if total is not None else (len(iterable) if hasattr(iterable, "__len__") else None)
         self.desc, self.unit, self.n = desc, unit, initial
-        self.t0 = time.perf_counter()
+        self.t0 = self._said = time.perf_counter()
+        self.initial = initial
         self._closed = False
         todo = "" if self.total is None else f" ({self.total - initial} {unit} to do"
         todo += f", {initial} already done)" if initial else (")" if todo else "")
@@ -67,6 +81,21 @@ class _Lines:
 
     def update(self, n: int = 1) -> None:
         self.n += n
+        now = time.perf_counter()
+        if now - self._said >= self.EVERY and self.total and self.n < self.total:
+            self._said = now
+            print(self.status(now), file=sys.stderr, flush=True)
+
+    def status(self, now: float | None = None) -> str:
+        """``desc: n/total unit (p%), r unit/s, ETA t`` from the rate so far."""
+        elapsed = (now or time.perf_counter()) - self.t0
+        done = self.n - self.initial
+        rate = done / elapsed if elapsed > 0 else 0.0
+        line = f"{self.desc}: {self.n}/{self.total} {self.unit} ({self.n / self.total:.0%})"
+        if rate > 0:
+            line += (f", {rate:.3g} {self.unit}/s, ETA "
+                     f"{_duration((self.total - self.n) / rate)}")
+        return line
 
     def set_postfix_str(self, *_a, **_k) -> None:
         pass

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import plots
+from .decisions import RULE_TEXT
 from .results import PresetResult, SweepResult, save_result
 from .stats import spearman
 from .store import write_json, write_text
@@ -44,7 +45,7 @@ def cell(column: str, v, signed: bool = False) -> str:
     c = str(column)
     if c == "p" or c.startswith(("p ", "p(")):
         return pval(v)
-    if signed or c.startswith(("delta", "gain")):
+    if signed or c.startswith(("delta", "gain", "expected gain")) or c.endswith("vs default"):
         return f"{v:+.4f}"
     return f"{v:.4f}"
 
@@ -146,7 +147,9 @@ def write_report(out_dir: Path, sections: dict[str, str]) -> Path:
     for name, text in sections.items():
         write_text(out_dir / f"report.{name}.md", text)
     parts = sorted(out_dir.glob("report.*.md"))
-    order = {"retrievers": 0, "sweep": 1, "presets": 2}
+    # the answer first (a suite's recommendation), then free fusion, then the studied systems
+    order = {"advice": -1, "retrievers": 0, "sweep": 1, "presets": 2, "transfer": 3,
+             "adaptive": 3}
     parts.sort(key=lambda p: order.get(p.name.split(".")[1], 9))
     body = "\n".join(p.read_text() for p in parts)
     return write_text(out_dir / "report.md", f"# rrfbench report: {out_dir.name}\n\n{body}")
@@ -356,3 +359,33 @@ def write_adaptive_outputs(result, out: Path) -> dict[str, str]:
     plots.close_all()
     write_report(out, {"adaptive": adaptive_section(result, made)})
     return made
+
+
+# --------------------------------------------------------------------------- advice
+def advice_section(a) -> str:
+    """The answer first: each decision's recommendation, expected gain and track record; then
+    how the rule was chosen (every rule graded on collections it never saw)."""
+    lines = [f"## The recommendation (suite `{a.suite}`: {len(a.collections)} collections)", ""]
+    lines += [f"- {line}" for line in a.headline()]
+    lines += ["", md_table(a.table(), code=("use",)), ""]
+    if a.pooled:
+        lines += ["### How the rule was chosen: every rule graded on collections it never saw", "",
+                  f"Nested leave-one-collection-out: for each collection, the whole pipeline "
+                  f"(selection, its LOCO evidence, every rule's decision) ran on the other "
+                  f"collections only, and the decision was scored on the left-out one against "
+                  f"the better of the default and the selection there. {a.graded} decisions "
+                  f"({len(a.per_family)} decision{'s' if len(a.per_family) > 1 else ''} x "
+                  f"{len(a.collections)} collections). Regret: "
+                  f"how much the better option beat the one the rule chose ({a.metric}). The "
+                  f"rule with the lowest mean regret is `{a.best_rule}`"
+                  + (" (the one used)." if a.agrees else
+                     f"; the results used `{a.rule}`.") + " Rules tied at four decimals go to "
+                  "the simpler one (the order of the table).", "",
+                  md_table(a.rules_table().drop(columns=["rule text"])), "",
+                  "Mean regret per decision and rule:", "",
+                  md_table(a.families_table()), "",
+                  "Rules: " + "; ".join(f"`{r}`: {RULE_TEXT[r]}" for r in a.pooled) + ".", ""]
+    notes = [f"- `{c}`: {n}" for c, n in a.notes.items() if n]
+    if notes:
+        lines += ["### What is unusual about the collections", "", *notes, ""]
+    return "\n".join(lines)

@@ -304,6 +304,25 @@ class PresetResult(StaticResult):
         return cls(**d)
 
 
+def decision_line(r) -> str:
+    """A suite or adaptive result's recommendation in one line: what to use, the expected gain
+    on a new collection and the rule's track record (empty when not recorded)."""
+    dec = getattr(r, "decision", None) or {}
+    if not dec:
+        return ""
+    g = dec["recommended_gain"] if dec["take_change"] else dec["change_gain"]
+    what = (f"use {r.recommended['label']}: expected gain on a new collection "
+            f"{g['value']:+.4f} {r.metric} (95% CI of the mean {_ci(g['ci95'], '+')}, one new "
+            f"collection {_ci(g['prediction95'], '+')})" if dec["take_change"] else
+            f"keep {r.recommended['label']}: the change would give {g['value']:+.4f} (95% CI "
+            f"{_ci(g['ci95'], '+')})")
+    tr = dec.get("track_record")
+    record = (f"; this kind of advice was right on {tr['right']} of {tr['of']} left-out "
+              f"collections (rule {dec['rule']}, nested leave-one-collection-out)" if tr else
+              f"; rule {dec['rule']} ({(dec.get('grading') or {}).get('refused', 'not graded')})")
+    return f"recommendation: {what}{record}"
+
+
 @dataclass(frozen=True)
 class TransferResult(StaticResult):
     """A suite result: LOCO table, verdict, the selected and the recommended configuration."""
@@ -341,6 +360,9 @@ class TransferResult(StaticResult):
     # "share_same_family", "share_supporting", "per_collection", "schemes", "perturbation",
     # "tests", "rule", ...} (rrfbench.stability.stability); empty in files written before it
     stability: dict = field(default_factory=dict)
+    # the recommendation as a decision (rrfbench.decisions): {"rule", "take_change",
+    # "change_gain", "recommended_gain", "track_record", "grading", "rules_answer", ...}
+    decision: dict = field(default_factory=dict)
     kind: str = "transfer"
     schema_version: int = SCHEMA_VERSION
 
@@ -484,6 +506,7 @@ class AdaptiveResult:
     # {"stability", "share_supporting", "schemes", "verdict_before", "rule", "held_fixed", ...}
     # (rrfbench.stability.verdict_stability); empty in files written before it
     stability: dict = field(default_factory=dict)
+    decision: dict = field(default_factory=dict)   # as TransferResult.decision
     kind: str = "adaptive"
     schema_version: int = SCHEMA_VERSION
 

@@ -21,10 +21,20 @@ studied system and call it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .decisions import (
+    DEFAULT_DECISION,
+    Evidence,
+    Fold,
+    check_rule,
+    decision_record,
+    grade,
+    refused,
+)
 from .errors import InputError, choice
 from .results import TESTS, TransferResult
 from .selection import (
@@ -46,6 +56,69 @@ from .tuning import best_index, preset_matrix, rrf60_config
 from .verdicts import ALPHA, VERDICTS, _sig, _stable_verdict, collection_outcomes, verdict_code
 
 
+def loco_core(colls: Sequence[CollectionData], objective: str, rule: str,
+              distances: np.ndarray | None, nbrs) -> dict:
+    """Leave-one-collection-out on ``colls``: per collection the grid point selected on the
+    others (``idx``), its per-query differences to the default on the collection's evaluation
+    queries (``deltas``) and their sign-flip p-values (``p``); Holm over those (``adj``,
+    ``outcomes``), the macro randomisation test, the hierarchical bootstrap, the mean gain and
+    the verdict code (:func:`rrfbench.verdicts.verdict_code`)."""
+    idx, deltas, p = [], [], []
+    for i, c in enumerate(colls):
+        g = select([o for j, o in enumerate(colls) if j != i], objective, rule, distances, nbrs)
+        idx.append(g)
+        deltas.append(c.E[g] - c.default_E)
+        p.append(permutation_test(c.E[g], c.default_E))
+    adj, outcomes = collection_outcomes([float(d.mean()) for d in deltas], p)
+    p_queries = macro_randomisation_test(deltas)
+    hb = hierarchical_bootstrap(deltas)
+    gain = float(np.mean([d.mean() for d in deltas]))
+    code = int(verdict_code(gain, p_queries, hb["p_value"], "loss" in outcomes))
+    return {"idx": idx, "deltas": deltas, "p": p, "adj": adj, "outcomes": outcomes,
+            "p_queries": p_queries, "hb": hb, "gain": gain, "code": code}
+
+
+def supports_change(colls: Sequence[CollectionData], core: dict, objective: str, rule: str,
+                    distances, nbrs, stability_resamples: int, stability_seed: int) -> bool:
+    """Whether the significance verdict on ``colls`` (``core``: :func:`loco_core`), after its
+    stability check, is *transfers* or *likely transfers*. The stability check can only weaken
+    a verdict, so it runs only when the data's verdict supports the change."""
+    if core["code"] == 2:
+        return False
+    if stability_resamples <= 0:
+        return True
+    stab = stability(colls, objective, rule, distances, neighbours=nbrs,
+                     reference={"code": core["code"],
+                                "config": select(colls, objective, rule, distances, nbrs),
+                                "loco": core["idx"], "outcomes": core["outcomes"]},
+                     n_resamples=stability_resamples, seed=stability_seed)
+    return _stable_verdict(core["code"], "", stab)[0] in VERDICTS[:2]
+
+
+def nested_folds(colls: Sequence[CollectionData], objective: str, rule: str,
+                 distances=None, nbrs=None, stability_resamples: int = STABILITY_RESAMPLES,
+                 stability_seed: int = STABILITY_SEED, select_fn=None) -> list[Fold]:
+    """The nested grading's folds (:mod:`rrfbench.decisions`): per collection c, the LOCO
+    evidence and the significance verdict on the *other* collections only, and on c the change
+    selected on the others and the default. ``select_fn(colls)`` replaces the selection (a test
+    passes a leaking one)."""
+    sel = select_fn or (lambda cs: select(cs, objective, rule, distances, nbrs))
+    folds = []
+    for i, c in enumerate(colls):
+        rest = [o for j, o in enumerate(colls) if j != i]
+        if select_fn is None:
+            core = loco_core(rest, objective, rule, distances, nbrs)
+            sig = supports_change(rest, core, objective, rule, distances, nbrs,
+                                  stability_resamples, stability_seed)
+            deltas = core["deltas"]
+        else:
+            deltas = [o.E[sel([r for r in rest if r is not o])] - o.default_E for o in rest]
+            sig = False
+        folds.append(Fold(c.name, Evidence(tuple(o.name for o in rest), tuple(deltas), sig),
+                          c.E[sel(rest)], c.default_E))
+    return folds
+
+
 def transfer_result(suite: str, colls: list[CollectionData], *, family: str, metric: str,
                     labels: Sequence[str], configs: Sequence[dict], default: dict,
                     objective: str = "macro", rule: str = DEFAULT_RULE,
@@ -56,9 +129,13 @@ def transfer_result(suite: str, colls: list[CollectionData], *, family: str, met
                     assumptions: Sequence[str] = (),
                     families: dict[str, np.ndarray] | None = None,
                     stability_resamples: int = STABILITY_RESAMPLES,
-                    stability_seed: int = STABILITY_SEED) -> TransferResult:
-    """The LOCO table, summary, verdict, stability, transfer matrix and selections (module
-    docstring). ``stability_resamples=0`` skips the stability figure (and its rule)."""
+                    stability_seed: int = STABILITY_SEED, decision: str = DEFAULT_DECISION,
+                    grade_rules: bool = True) -> TransferResult:
+    """The LOCO table, summary, verdict, stability, transfer matrix, selections and the
+    recommendation (module docstring). ``stability_resamples=0`` skips the stability figure
+    (and its rule); ``decision``: the rule that turns the evidence into the recommendation
+    (:mod:`rrfbench.decisions`); ``grade_rules``: grade every rule by nested LOCO (at least
+    three collections; otherwise the refusal is recorded)."""
 
     if len(colls) < 2:
         raise InputError("leave-one-collection-out needs at least two collections")
@@ -66,16 +143,14 @@ def transfer_result(suite: str, colls: list[CollectionData], *, family: str, met
         raise choice("--objective", objective, OBJECTIVES)
     if rule not in RULES:
         raise choice("--rule", rule, RULES)
+    check_rule(decision)
     nbrs = neighbourhoods(configs) if rule == "nbr" else None
-    rows, deltas, loco_idx = [], [], []
+    core = loco_core(colls, objective, rule, distances, nbrs)
+    deltas, loco_idx, rows = core["deltas"], core["idx"], []
     for i, c in enumerate(colls):
         others = [o for j, o in enumerate(colls) if j != i]
-        idx = select(others, objective, rule, distances, nbrs)
-        loco_idx.append(idx)
+        idx, d, p = loco_idx[i], deltas[i], core["p"][i]
         loco = c.E[idx]
-        d = loco - c.default_E
-        p = permutation_test(loco, c.default_E)
-        deltas.append(d)
         ind, ind_idx = in_domain(c)
         row = {"collection": c.name, "n_queries": int(len(loco)), "selected": labels[idx],
                "loco": {"value": float(loco.mean()), "ci95": list(bootstrap_ci(loco))},
@@ -97,17 +172,13 @@ def transfer_result(suite: str, colls: list[CollectionData], *, family: str, met
                                   "delta": float((loco - s).mean())}
         rows.append(row)
     # the per-collection tests are a family: Holm's step-down over them (family-wise ALPHA)
-    adj, outcomes = collection_outcomes([r["default"]["delta"] for r in rows],
-                                        [r["default"]["p_value"] for r in rows])
+    adj, outcomes = core["adj"], core["outcomes"]
     for r, a, o in zip(rows, adj, outcomes, strict=True):
         r["default"]["p_value_holm"] = float(a)
         r["default"]["outcome"] = o
-    p_queries = macro_randomisation_test(deltas)
-    hb = hierarchical_bootstrap(deltas)
-    gain = float(np.mean([d.mean() for d in deltas]))
+    p_queries, hb, gain, code = core["p_queries"], core["hb"], core["gain"], core["code"]
     losses = [r["collection"] for r in rows if r["default"]["outcome"] == "loss"]
     raw_losses = [r["collection"] for r in rows if r["default"]["outcome_unadjusted"] == "loss"]
-    code = int(verdict_code(gain, p_queries, hb["p_value"], bool(losses)))
     verdict = VERDICTS[code]
     n_c = len(colls)
     no_loss = (f"no collection loses significantly (Holm over the {n_c} per-collection tests"
@@ -155,10 +226,23 @@ def transfer_result(suite: str, colls: list[CollectionData], *, family: str, met
                          labels=labels, family_of=fam_of, n_resamples=stability_resamples,
                          seed=stability_seed)
         verdict, why = _stable_verdict(code, why, stab)
-    transfers = verdict in VERDICTS[:2]
-    recommended = ({"config": configs[idx_all], "label": labels[idx_all],
-                    "reason": f"verdict: {verdict}"} if transfers else
-                   {**default, "reason": f"verdict: {verdict}; the default stays"})
+    grading = refused(len(colls)) if grade_rules else {"refused": "not graded"}
+    seconds = time.perf_counter()
+    if grading is None:
+        grading = grade(nested_folds(colls, objective, rule, distances, nbrs,
+                                     stability_resamples, stability_seed))
+    seconds = round(time.perf_counter() - seconds, 2)
+    evidence = Evidence(tuple(c.name for c in colls), tuple(deltas), verdict in VERDICTS[:2])
+    dec = decision_record(decision, evidence, deltas, grading, verdict)
+    transfers = dec["take_change"]
+    because = f"rule {decision}: {'take the change' if transfers else 'keep the default'}"
+    if "track_record" in dec:
+        tr = dec["track_record"]
+        because += (f" (right on {tr['right']} of {tr['of']} left-out collections in nested "
+                    f"LOCO)")
+    because += f"; significance verdict: {verdict}"
+    recommended = ({"config": configs[idx_all], "label": labels[idx_all], "reason": because}
+                   if transfers else {**default, "reason": because + "; the default stays"})
     per_collection = {c.name: {"config": float(c.E[idx_all].mean()),
                                "recommended": float((c.E[idx_all] if transfers
                                                      else c.default_E).mean()),
@@ -193,7 +277,8 @@ def transfer_result(suite: str, colls: list[CollectionData], *, family: str, met
                              default=default, objective=objective, rule=rule,
                              distances=None if distances is None else distances[idx],
                              stability_resamples=stability_resamples,
-                             stability_seed=stability_seed)
+                             stability_seed=stability_seed, decision=decision,
+                             grade_rules=False)
         fam_rows[fam] = {"selected": fr.label, "verdict": fr.verdict,
                          "gain": fr.summary["gain"], "macro_loco": fr.summary["macro"]["loco"],
                          "p_value_queries": fr.summary["p_value_queries"],
@@ -234,8 +319,9 @@ def transfer_result(suite: str, colls: list[CollectionData], *, family: str, met
         characteristics=tuple(chars), grid_size=len(labels), runs=tuple(runs),
         specs=tuple(specs), per_collection=per_collection, preset=preset,
         knobs=dict(knobs or {}), k_curves=dict(k_curves or {}), families=fam_rows,
-        assumptions=tuple(assumptions), provenance=dict(provenance or {}), tests=tests,
-        stability=stab)
+        assumptions=tuple(assumptions),
+        provenance=dict(provenance or {}) | {"nested_grading_s": seconds}, tests=tests,
+        stability=stab, decision=dec)
 
 
 def fusion_suite(suite: str, datasets_protocols: list, load: Callable, grid, metric: str,

@@ -21,9 +21,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import adaptive, engine, fusion, policies, qfeatures, stats, transfer, tuning
+from . import (
+    adaptive,
+    decisions,
+    engine,
+    fusion,
+    policies,
+    qfeatures,
+    selection,
+    stability,
+    stats,
+    suite_data,
+    transfer,
+    tuning,
+    verdicts,
+)
 from . import presets as preset_registry  # PRESETS read at call time: the registry can be swapped
 from ._version import __version__
+from .advice import Advice, gather
 from .datasets import Dataset, available_datasets, load_dataset
 from .distributed import chunk_map as dask_chunk_map
 from .distributed import client_for
@@ -39,6 +54,7 @@ from .presets import base as preset_base
 from .presets import get_preset, read_prior
 from .report import (
     adaptive_section,
+    advice_section,
     presets_section,
     retrievers_section,
     transfer_section,
@@ -47,7 +63,14 @@ from .report import (
     write_sweep_outputs,
     write_transfer_outputs,
 )
-from .results import PresetResult, SweepResult, load_result, save_result, specs_of
+from .results import (
+    PresetResult,
+    SweepResult,
+    decision_line,
+    load_result,
+    save_result,
+    specs_of,
+)
 from .retrievers import cached_run, make_retriever, retriever_name, run_path
 from .retrievers.base import run_content_digest
 from .runs import Run
@@ -349,13 +372,23 @@ class DemoOutcome:
     suite: SuiteOutcome | None = None
     suite_presets: list = field(default_factory=list)
     adaptive: AdaptOutcome | None = None
+    advice: Advice | None = None
+    shown: bool = False        # the dataset's part was already shown (before the suite ran)
+
+    def dataset_view(self) -> list:
+        """The dataset's part: single retrievers, the tuned fusion, the studied systems."""
+        return [(f"{self.dataset}: single retrievers (depth 1000)", pd.DataFrame(self.retrievers)),
+                *self.sweep.view(),
+                (f"{self.dataset}: studied systems as shipped vs tuned (eval split)",
+                 pd.DataFrame([r.row() for r in self.presets]))]
 
     def view(self) -> list:
-        """Every table of the demo and its closing line (see :meth:`SweepOutcome.view`)."""
-        items = [(f"{self.dataset}: single retrievers (depth 1000)", pd.DataFrame(self.retrievers)),
-                 *self.sweep.view(),
-                 (f"{self.dataset}: studied systems as shipped vs tuned (eval split)",
-                  pd.DataFrame([r.row() for r in self.presets]))]
+        """The answer first (the suite's recommendations and their track record), then every
+        table of the demo (the dataset's part unless it was shown already) and the closing
+        line (see :meth:`SweepOutcome.view`)."""
+        items = advice_view(self.advice) if self.advice is not None else []
+        if not self.shown:
+            items += self.dataset_view()
         if self.suite is not None:
             items += self.suite.view()
             items.append((f"suite {self.suite.result.suite}: does tuning transfer? "
@@ -366,11 +399,24 @@ class DemoOutcome:
             items += self.adaptive.view()
         items.append(("stage times (s)", pd.DataFrame([{"stage": k, "seconds": v}
                                                        for k, v in self.stages.items()])))
+        reports = ([transfer_dir(self.suite.result.suite) / "report.md"]
+                   if self.suite is not None else []) + [self.out / "report.md"]
         items.append(f"demo wall time: {self.stages['total']:.1f} s this run "
                      f"({'all runs cached' if self.all_cached else 'some runs computed'}); first "
                      f"run logged in demo_timing.json {self.timing_log[0]['wall_s']:.1f} s; "
-                     f"report: {self.out / 'report.md'}")
+                     f"reports: {', '.join(map(str, reports))}")
         return items
+
+
+def advice_view(a: Advice) -> list:
+    """A suite's recommendations first, then how its rule was chosen."""
+    items = [f"suite {a.suite} ({len(a.collections)} collections): the recommendation",
+             *a.headline(), (f"suite {a.suite}: recommendations ({a.metric})", a.table())]
+    if a.pooled:
+        items.append((f"suite {a.suite}: decision rules graded on left-out collections "
+                      f"({a.graded} decisions, nested leave-one-collection-out)",
+                      a.rules_table().drop(columns=["rule text"])))
+    return items
 
 
 def retriever_rows(dataset, specs: Sequence[str], splits: Sequence[str], engines: dict,
@@ -393,12 +439,14 @@ def retriever_rows(dataset, specs: Sequence[str], splits: Sequence[str], engines
 
 
 def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric: str = "nDCG@10",
-         progress: bool = True, suite: str | None = "en",
+         progress: bool = True, suite: str | None = "en", allow_missing: bool = False,
+         show: Callable[[list], None] | None = None,
          log: Callable[[str], None] = _quiet) -> DemoOutcome:
     """The main job: retrieve, sweep (tuned and reported honestly), the studied systems,
     then (with ``suite``) free fusion and every studied system tuned across the suite and
     validated leave-one-collection-out, and the query-adaptive policy; times each stage and appends the wall time to
-    ``demo_timing.json``."""
+    ``demo_timing.json``. ``show(view)``, when given, gets the dataset's part as soon as it
+    is done, before the suite starts (whose first run encodes every collection)."""
     t0 = time.perf_counter()
     stages: dict[str, float] = {}
 
@@ -409,6 +457,8 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
     ds = as_dataset(dataset)
     specs = list(specs)
     metric = str(parse_metric(metric))
+    if suite:  # a suite that cannot run fails now, not after the dataset's part
+        get_suite(suite, allow_missing=allow_missing)
     protocol = choose_protocol(ds.splits)
     splits = list(dict.fromkeys((protocol.tune_split, protocol.eval_split)))
     t = time.perf_counter()
@@ -428,14 +478,30 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
     t = stage("sweep, tune, report", t)
     presets = preset_table(ds, metric=metric, progress=progress, protocol=protocol, log=log)
     t = stage("studied systems", t)
-    suite_out, suite_presets, adapted = None, [], None
+    suite_out, suite_presets, adapted, advice = None, [], None, None
+    part = DemoOutcome(ds.name, rows, sw, presets, stages, False, out)
+    if show is not None:
+        show(part.dataset_view())
     if suite:
-        suite_out = sweep_suite(suite, specs, metric=metric, progress=progress, log=log)
-        suite_presets = [tune_preset_suite(suite, name, metric, progress=progress, log=log)
+        members = suite_members(suite, allow_missing=allow_missing)
+        _announce_encoding(suite, members, specs, log)
+        retrieve_suite(suite, specs, allow_missing=allow_missing, log=log)
+        t = stage(f"suite {suite}: retrieve (or load cached runs)", t)
+        suite_out = sweep_suite(suite, specs, metric=metric, progress=progress,
+                                allow_missing=allow_missing, log=log)
+        suite_presets = [tune_preset_suite(suite, name, metric, progress=progress,
+                                           allow_missing=allow_missing, log=log)
                          for name in preset_registry.PRESETS]
         t = stage(f"suite {suite}: transfer across collections", t)
-        adapted = adapt_suite(suite, specs, metric=metric, progress=progress, log=log)
-        stage(f"suite {suite}: query-adaptive fusion", t)
+        adapted = adapt_suite(suite, specs, metric=metric, progress=progress,
+                              allow_missing=allow_missing, log=log)
+        t = stage(f"suite {suite}: query-adaptive fusion", t)
+        advice = advise(suite, allow_missing, log)
+        stage(f"suite {suite}: advice", t)
+        graded = [so.result for so in (suite_out, *suite_presets, adapted)]
+        stages[f"suite {suite}: nested grading of the decision rules (inside the stages above, "
+               "as recorded when each result was computed)"] = round(sum(
+                   float(r.provenance.get("nested_grading_s", 0.0)) for r in graded), 2)
     wall = time.perf_counter() - t0
     all_cached = all(r.cached for r in results.values())
     log_path = out / "demo_timing.json"
@@ -445,7 +511,24 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
     write_json(log_path, timing)
     stages["total"] = round(wall, 2)
     return DemoOutcome(ds.name, rows, sw, presets, stages, all_cached, out, timing, suite_out,
-                       suite_presets, adapted)
+                       suite_presets, adapted, advice, shown=show is not None)
+
+
+def _announce_encoding(suite: str, members, specs: Sequence[str],
+                       log: Callable[[str], None]) -> None:
+    """One line before a suite's first run: which corpora still need their dense encoding on
+    this machine (a one-time cost; each prints its progress with an ETA)."""
+    dense = [s for s in specs if s.split(":")[0].split(";")[0] == "dense"]
+    if not dense:
+        return
+    r = make_retriever(dense[0], show_progress=True)
+    todo = [ds for ds, _ in members if hasattr(r, "embeddings_cached")
+            and not r.embeddings_cached(ds)]
+    if todo:
+        n = sum(len(ds.corpus) for ds in todo)
+        log(f"suite {suite}: {len(todo)} of {len(members)} corpora are not encoded on this "
+            f"machine yet ({', '.join(ds.name for ds in todo)}; {n:,} documents): a one-time "
+            "cost, tens of minutes on 2 cores, progress below")
 
 
 # --------------------------------------------------------------------------- suites
@@ -460,7 +543,8 @@ class SuiteOutcome:
     def view(self) -> list:
         """The LOCO table, the macro summary, the verdict (see :meth:`SweepOutcome.view`)."""
         r, out = self.result, self.out
-        return [(f"suite {r.suite}, {r.what()}: leave-one-collection-out ({r.metric}; default: "
+        return [*([decision_line(r)] if r.decision else []),
+                (f"suite {r.suite}, {r.what()}: leave-one-collection-out ({r.metric}; default: "
                  f"{r.default['label']})", r.loco_table()),
                 ("macro over collections", r.macro()),
                 f"verdict: {r.verdict}. {r.verdict_reason}.",
@@ -468,9 +552,14 @@ class SuiteOutcome:
                 f"{r.recommended['label']}; report: {out / 'report.md' if out else '-'}"]
 
 
-def suite_members(suite: str, min_members: int = 2) -> list:
-    """[(Dataset, Protocol)] of a named suite (protocols by the one rule)."""
-    s = get_suite(suite, min_members=min_members)
+# the modules whose source decides a suite result (part of its reuse key)
+SUITE_CODE = (transfer, selection, verdicts, stability, suite_data, decisions, stats)
+
+
+def suite_members(suite: str, min_members: int = 2, allow_missing: bool = False) -> list:
+    """[(Dataset, Protocol)] of a named suite (protocols by the one rule); a collection not on
+    the search path is an error unless ``allow_missing`` (:func:`rrfbench.suites.get_suite`)."""
+    s = get_suite(suite, min_members=min_members, allow_missing=allow_missing)
     out = []
     for m in s.members:
         ds = load_dataset(m.name)
@@ -479,11 +568,11 @@ def suite_members(suite: str, min_members: int = 2) -> list:
 
 
 def retrieve_suite(suite: str, specs: Sequence[str], depth: int = 1000, force: bool = False,
-                   log: Callable[[str], None] = _quiet) -> list:
+                   log: Callable[[str], None] = _quiet, allow_missing: bool = False) -> list:
     """Fill every collection's runs (tuning and evaluation splits) of a suite; returns the
     :class:`~rrfbench.retrievers.RunResult` of each."""
     out = []
-    for ds, p in suite_members(suite, min_members=1):
+    for ds, p in suite_members(suite, min_members=1, allow_missing=allow_missing):
         for split in dict.fromkeys((p.tune_split, p.eval_split)):
             for spec in specs:
                 res = retrieve_result(ds, spec, split, depth, force)
@@ -506,7 +595,7 @@ def chunk_map(client):
 def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
                 metric: str = "nDCG@10", objective: str = "macro", rule: str = DEFAULT_RULE,
                 run_depth: int = 1000, out: str | Path | None = None, write: bool = True,
-                progress: bool = True, client=None,
+                progress: bool = True, client=None, allow_missing: bool = False,
                 log: Callable[[str], None] = _quiet) -> SuiteOutcome:
     """Free fusion tuned across a suite and validated leave-one-collection-out.
 
@@ -517,7 +606,7 @@ def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     specs = list(specs)
     if len(set(specs)) != len(specs):
         raise InputError(f"-r: a retriever is given twice in {specs}")
-    members = suite_members(suite)
+    members = suite_members(suite, allow_missing=allow_missing)
     grid = grid if grid is not None else sweep_grid(len(specs))
     metrics = [metric] + [m for m in DEFAULT_METRICS if m != metric]
     out = Path(out) if out else transfer_dir(suite)
@@ -525,7 +614,7 @@ def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     def inputs():
         runs = [(ds.name, split, spec) for ds, p in members
                 for split in sorted({p.tune_split, p.eval_split}) for spec in specs]
-        return run_inputs(runs, (engine, fusion, stats, transfer, tuning), specs=specs,
+        return run_inputs(runs, (engine, fusion, tuning, *SUITE_CODE), specs=specs,
                           grid=[c.to_json() for c in grid], metric=metric, objective=objective,
                           rule=rule, depth=run_depth, protocols=[p.to_json() for _, p in members],
                           fingerprints=[ds.fingerprint for ds, _ in members])
@@ -550,6 +639,8 @@ def sweep_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
 
     result, _ = reuse_or_compute(f"suite {suite}", out / "best.json", inputs, compute, save,
                                  reuse=write, write=write, log=log, prepare=prepare)
+    if write and out == transfer_dir(suite):
+        advise(suite, allow_missing, log)
     return SuiteOutcome(result, out if write else None, tables)
 
 
@@ -562,13 +653,14 @@ def _preset_suite_runs(preset, members) -> None:
 
 def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: str = "macro",
                       rule: str = DEFAULT_RULE, progress: bool = True, reuse: bool = True,
-                      write: bool = True, log: Callable[[str], None] = _quiet) -> SuiteOutcome:
+                      write: bool = True, allow_missing: bool = False,
+                      log: Callable[[str], None] = _quiet) -> SuiteOutcome:
     """A studied system tuned within its own knobs across a suite, validated
     leave-one-collection-out against its shipped values (``results/transfer/<suite>/presets/
     <name>/``). Reused while every collection's runs, the grid and the code are unchanged."""
     p = get_preset(preset) if isinstance(preset, str) else preset
     metric = str(parse_metric(metric))
-    members = suite_members(suite)
+    members = suite_members(suite, allow_missing=allow_missing)
     out = transfer_dir(suite) / "presets" / p.name
 
     def save(result):
@@ -580,11 +672,33 @@ def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: st
     result, _ = reuse_or_compute(
         f"{p.name} on suite {suite}", out / "best.json",
         lambda: _preset_inputs(p, members, metric, objective=objective, rule=rule,
-                               suite_code=_source_digest(transfer, stats)),
+                               suite_code=_source_digest(*SUITE_CODE)),
         lambda: preset_suite(suite, members, p, lambda ds, split: preset_runs(p, ds, split),
                              metric, progress=progress, objective=objective, rule=rule, log=log),
         save, reuse=reuse, write=write, log=log, prepare=lambda: _preset_suite_runs(p, members))
+    if write:
+        advise(suite, allow_missing, log)
     return SuiteOutcome(result, out if write else None)
+
+
+def advise(suite: str, allow_missing: bool = False,
+           log: Callable[[str], None] = _quiet) -> Advice | None:
+    """The suite's :class:`~rrfbench.advice.Advice` from its saved results (``None`` before
+    the free-fusion suite result exists): written as ``results/transfer/<suite>/advice.json``
+    and as the first section of the suite's transfer and adaptive reports."""
+    s = get_suite(suite, min_members=1, allow_missing=allow_missing)
+    a = gather(suite, transfer_dir(suite), adaptive_dir(suite),
+               notes={m.name: m.note for m in s.members}, left_out=s.left_out)
+    if a is None:
+        return None
+    write_json(transfer_dir(suite) / "advice.json", a.to_json())
+    section = {"advice": advice_section(a)}
+    for folder in (transfer_dir(suite), adaptive_dir(suite)):
+        if (folder / "best.json").exists():
+            write_report(folder, section)
+    log(f"suite {suite}: advice over {len(a.rows)} decisions -> "
+        f"{transfer_dir(suite) / 'advice.json'}")
+    return a
 
 
 def adaptive_dir(suite: str) -> Path:
@@ -596,7 +710,7 @@ def adapt_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
                 kinds: Sequence[str] = policies.KINDS, features: str = "portable",
                 metric: str = "nDCG@10", rule: str = DEFAULT_RULE, run_depth: int = 1000,
                 progress: bool = True, reuse: bool = True, write: bool = True,
-                log: Callable[[str], None] = _quiet) -> AdaptOutcome:
+                allow_missing: bool = False, log: Callable[[str], None] = _quiet) -> AdaptOutcome:
     """A query-adaptive policy trained across a suite and validated leave-one-collection-out
     against the static suite default (:mod:`rrfbench.adaptive`); writes
     ``results/adaptive/<suite>/`` (best.json with the portable policy, report.md, the headroom
@@ -620,23 +734,25 @@ def adapt_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     p = (get_preset(preset) if isinstance(preset, str) else preset) if preset else None
     grid = grid if grid is not None else (None if p else sweep_grid(len(specs)))
     if p:
-        static = tune_preset_suite(suite, p, metric, rule=rule, progress=progress, log=log)
+        static = tune_preset_suite(suite, p, metric, rule=rule, progress=progress,
+                                   allow_missing=allow_missing, log=log)
     else:
         static = sweep_suite(suite, specs, grid=grid, metric=metric, rule=rule,
-                             run_depth=run_depth, progress=progress, log=log)
-    members = suite_members(suite)
+                             run_depth=run_depth, progress=progress,
+                             allow_missing=allow_missing, log=log)
+    members = suite_members(suite, allow_missing=allow_missing)
     metrics = [metric] + [m for m in DEFAULT_METRICS if m != metric]
     out = adaptive_dir(suite) / "presets" / p.name if p else adaptive_dir(suite)
     common = dict(rule=rule, candidates=n_candidates, kinds=list(kinds), features=features)
 
     def inputs():
         if p:
-            return _preset_inputs(p, members, metric, adaptive_code=_source_digest(adaptive, policies,
-                                                                          qfeatures, transfer, stats),
-                                  **common)
+            return _preset_inputs(p, members, metric,
+                                  adaptive_code=_source_digest(adaptive, policies, qfeatures,
+                                                               *SUITE_CODE), **common)
         runs = [(ds.name, split, spec) for ds, pr in members
                 for split in sorted({pr.tune_split, pr.eval_split}) for spec in specs]
-        return run_inputs(runs, (adaptive, policies, qfeatures, engine, fusion, transfer, tuning),
+        return run_inputs(runs, (adaptive, policies, qfeatures, engine, fusion, tuning, *SUITE_CODE),
                           specs=specs, grid=[c.to_json() for c in grid], depth=run_depth,
                           metric=metric, protocols=[pr.to_json() for _, pr in members],
                           fingerprints=[ds.fingerprint for ds, _ in members], **common)
@@ -669,6 +785,8 @@ def adapt_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
     result, _ = reuse_or_compute(f"adaptive {suite}" + (f" ({p.name})" if p else ""),
                                  out / "best.json", inputs, compute, save,
                                  reuse=reuse and write, write=write, log=log, prepare=prepare)
+    if write:
+        advise(suite, allow_missing, log)
     return AdaptOutcome(result, out if write else None)
 
 
@@ -681,7 +799,8 @@ class AdaptOutcome:
 
     def view(self) -> list:
         r, s = self.result, self.result.summary
-        return [(f"suite {r.suite}, {r.what()}: leave-one-collection-out ({r.metric}; vs the "
+        return [*([decision_line(r)] if r.decision else []),
+                (f"suite {r.suite}, {r.what()}: leave-one-collection-out ({r.metric}; vs the "
                  "static default selected on the same training collections)", r.loco_table()),
                 ("macro over collections", r.macro()),
                 ("each policy kind on its own (LOCO gain vs static)", r.kinds_frame()),
@@ -713,7 +832,7 @@ def datasets_table():
 def retrieve_table(dataset=None, specs: Sequence[str] = ("bm25",), splits=None,
                    depth: int = 1000, force: bool = False, metrics=TABLE_METRICS,
                    suite: str | None = None, granularity=None, seed=None, hops=None,
-                   log: Callable[[str], None] = _quiet):
+                   log: Callable[[str], None] = _quiet, allow_missing: bool = False):
     """Retrieve (or reuse) the runs of ``specs`` (options as :func:`with_options`) on a
     dataset's splits, or on every collection of ``suite``; returns ``(title, DataFrame)`` with
     one row per run."""
@@ -726,8 +845,11 @@ def retrieve_table(dataset=None, specs: Sequence[str] = ("bm25",), splits=None,
         rows = [{"collection": name, "split": sp, "retriever": res.run.name,
                  **evaluate(res.run, load_dataset(name).qrels(sp), metrics),
                  "cached": "yes" if res.cached else "no"}
-                for name, sp, res in retrieve_suite(suite, specs, depth, force, log=log)]
+                for name, sp, res in retrieve_suite(suite, specs, depth, force, log=log,
+                                                    allow_missing=allow_missing)]
         return f"suite {suite}: runs at depth {depth}", pd.DataFrame(rows)
+    if allow_missing:
+        raise InputError("--allow-missing: use it with --suite")
     ds = as_dataset(dataset)
     splits = list(splits or ["test"])
     for s in splits:
@@ -1078,11 +1200,14 @@ def sweep_any(dataset=None, suite=None, specs: Sequence[str] = DEFAULT_SPECS, *,
         raise InputError(f"--run-depth: {kw['run_depth']} must be >= 1")
     grid = sweep_grid(len(specs), methods=methods, k=k, weights=weights,
                       weight_step=weight_step, depth=depth, per_run_k=per_run_k)
+    if not suite and kw.get("allow_missing"):
+        raise InputError("--allow-missing: use it with --suite")
     if suite:
         for o in ("tune_split", "eval_split", "folds"):
             kw.pop(o, None)
         return sweep_suite(suite, specs, grid=grid, objective=objective, rule=rule, **kw)
     kw["folds"] = kw.get("folds") or None
+    kw.pop("allow_missing", None)
     return sweep_dataset(dataset, specs, grid=grid, **kw)
 
 
@@ -1103,7 +1228,8 @@ class PresetOutcome:
 
 def tune_any(dataset=None, preset=None, suite=None, metric: str = "nDCG@10",
              objective: str = "macro", rule: str = DEFAULT_RULE, tune_split=None, eval_split=None,
-             folds=None, progress: bool = True, log: Callable[[str], None] = _quiet):
+             folds=None, progress: bool = True, allow_missing: bool = False,
+             log: Callable[[str], None] = _quiet):
     """``rrfbench tune``: a studied system tuned on one dataset or across a suite."""
     one_of(dataset, suite)
     if not preset:
@@ -1112,7 +1238,9 @@ def tune_any(dataset=None, preset=None, suite=None, metric: str = "nDCG@10",
     check_suite_options(suite, objective, rule, tune_split or eval_split or folds)
     if suite:
         return tune_preset_suite(suite, preset, metric, objective, rule, progress=progress,
-                                 log=log)
+                                 allow_missing=allow_missing, log=log)
+    if allow_missing:
+        raise InputError("--allow-missing: use it with --suite")
     r = tune_preset_on(dataset, preset, metric, tune_split, eval_split, folds or None,
                        progress=progress, log=log)
     return PresetOutcome(r, preset_result_path(r.dataset, r.preset))

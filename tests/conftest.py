@@ -63,7 +63,7 @@ def results_root(tmp_path_factory):
 # Small cuts of the real collections, under their real names: the README's command lines and
 # the notebooks run on them (tests/test_readme.py, tests/test_notebooks.py).
 CUT_COLLECTIONS = ("scifact", "nfcorpus-preprocessed", "cranfield", "lisa", "time", "adi",
-                   "cmrc2018-zh")
+                   "cosqa", "checkthat2020-t2", "mediqa2019-qa", "cmrc2018-zh")
 QUERIES_PER_SPLIT = 8
 DOCS = 80
 JUDGED_PER_QUERY = 5
