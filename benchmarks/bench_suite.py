@@ -14,7 +14,8 @@ from _common import ROOT  # noqa: F401
 
 from rrfbench.engine import FusionEngine, make_grid
 from rrfbench.suite_data import combine
-from rrfbench.workflows import load_runs, suite_members
+from rrfbench.suite_workflows import suite_members
+from rrfbench.workflows import load_runs
 
 
 def main(suite: str = "en"):

@@ -26,7 +26,8 @@ from pathlib import Path
 
 WORKER = r"""
 import json, sys
-from rrfbench.workflows import adapt_suite, sweep_dataset, sweep_suite, tune_preset_on, tune_preset_suite
+from rrfbench.suite_workflows import adapt_suite, sweep_suite, tune_preset_suite
+from rrfbench.workflows import sweep_dataset, tune_preset_on
 
 def strip(o):
     if isinstance(o, dict):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from ._version import __version__
+from .advice import Advice, load_advice
 from .datasets import Dataset, load_dataset
 from .errors import CoverageWarning, InputError, RrfbenchError, ValidationWarning
 from .evaluation import coverage, evaluate, evaluate_per_query
@@ -24,11 +25,12 @@ from .fusion import rrf as fuse
 from .fusion import score_fusion
 from .results import AdaptiveResult, PresetResult, SweepResult, load_result
 from .runs import Qrels, Run
-from .workflows import adapt_suite as adapt
-from .workflows import retrieve, sweep_suite
+from .suite_workflows import adapt_suite as adapt
+from .suite_workflows import advise, sweep_suite
+from .suite_workflows import tune_preset_suite as tune_suite
+from .workflows import retrieve
 from .workflows import sweep_dataset as sweep
 from .workflows import tune_preset_on as tune
-from .workflows import tune_preset_suite as tune_suite
 
 
 def explain(runs, config, qid, qrels=None, top: int = 10):
@@ -59,4 +61,4 @@ __all__ = ["Dataset", "Run", "Qrels", "SweepResult", "PresetResult", "AdaptiveRe
            "RrfbenchError", "CoverageWarning", "ValidationWarning", "load_dataset", "retrieve",
            "evaluate", "evaluate_per_query", "coverage", "fuse", "score_fusion", "sweep",
            "tune", "sweep_suite", "tune_suite", "adapt", "explain", "compare", "explore", "export",
-           "load_result", "__version__"]
+           "load_result", "advise", "Advice", "load_advice", "__version__"]

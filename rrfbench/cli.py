@@ -19,22 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import regress as R
-from .datasets import search_path
-from .errors import InputError
-from .exits import run_app
-from .explanations import compare
-from .exporters import formats
-from .fusion import METHODS, MISSING, NORMALISATIONS, RANK_BASES
-from .options import check_specs, parse_depths, parse_numbers
-from .policies import KINDS, N_CANDIDATES
-from .qfeatures import FEATURE_SETS
-from .report import cells
-from .results import WHICH, load_result
-from .selection import DEFAULT_RULE, OBJECTIVES, RULES
-from .store import write_text
-from .workflows import (
-    DEFAULT_SPECS,
-    adapt_suite,
+from .commands import (
     apply_config,
     cluster,
     datasets_table,
@@ -48,7 +33,22 @@ from .workflows import (
     sweep_any,
     tune_any,
 )
-from .workflows import demo as run_demo
+from .datasets import search_path
+from .demo import demo as run_demo
+from .errors import InputError
+from .exits import run_app
+from .explanations import compare
+from .exporters import formats
+from .fusion import METHODS, MISSING, NORMALISATIONS, RANK_BASES
+from .options import check_specs, parse_depths, parse_numbers
+from .policies import KINDS, N_CANDIDATES
+from .qfeatures import FEATURE_SETS
+from .report import cells
+from .results import WHICH, load_result
+from .selection import DEFAULT_RULE, OBJECTIVES, RULES
+from .store import write_text
+from .suite_workflows import adapt_suite
+from .workflows import DEFAULT_SPECS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure and tune reciprocal rank fusion over real runs and qrels.")

@@ -144,19 +144,20 @@ def test_real_suite_policy_ignores_poisoned_qrels_and_applies_as_validated(tmp_p
     """cranfield + time + adi (bm25 + fts5, a small grid): poisoning adi's qrels changes adi's
     scores only; the saved policy, applied with ``fuse --config``, scores each collection as
     the policy's choices on the sweep matrices say (in-sample, to 1e-12)."""
-    from rrfbench import workflows as w
+    from rrfbench import suite_workflows as w
+    from rrfbench import workflows
     from rrfbench.adaptive import adaptive_suite
     from rrfbench.cli import main
     from rrfbench.report import write_adaptive_outputs
     from tests.test_transfer import clean_and_poisoned
 
     names = ["cranfield", "time", "adi"]
-    grid = w.sweep_grid(2, methods=("rrf", "convex"), k=(1, 10, 60), weight_step=0.25,
+    grid = workflows.sweep_grid(2, methods=("rrf", "convex"), k=(1, 10, 60), weight_step=0.25,
                         norms=("minmax", "tmm"), missing=("zero",))
     got = {}
     for tag in clean_and_poisoned(tmp_path, monkeypatch, names):
         members = w.suite_members("t")
-        r = adaptive_suite("t", members, lambda ds, s: w.load_runs(ds, ["bm25", "fts5"], s),
+        r = adaptive_suite("t", members, lambda ds, s: workflows.load_runs(ds, ["bm25", "fts5"], s),
                            grid, "nDCG@10", ["nDCG@10"], specs=["bm25", "fts5"], k=3,
                            kinds=("select", "gbm"), progress=False)
         got[tag] = r
@@ -175,7 +176,7 @@ def test_real_suite_policy_ignores_poisoned_qrels_and_applies_as_validated(tmp_p
     members = {ds.name: (ds, p) for ds, p in w.suite_members("t")}
     for name in ("time", "adi"):
         ds, _ = members[name]
-        runs = w.load_runs(ds, ["bm25", "fts5"], "test")
+        runs = workflows.load_runs(ds, ["bm25", "fts5"], "test")
         from rrfbench.adaptive import apply_policy
         from rrfbench.evaluation import evaluate
 

@@ -162,7 +162,7 @@ def suite(n_colls, gain=0.03, seed=0, n=40):
     rng = np.random.default_rng(seed)
     out = []
     for c in range(n_colls):
-        def values():
+        def values(c=c):
             base = rng.random(n) * 0.5 + 0.25
             m = base + 0.02 * rng.normal(size=(3, n))
             m[2] += gain * (1 if c % 3 else -0.5)       # one collection in three loses

@@ -355,7 +355,8 @@ def clean_and_poisoned(tmp_path, monkeypatch, names, poison="adi"):
 
 @needs_cranfield
 def test_real_loco_fold_ignores_poisoned_qrels(tmp_path, monkeypatch):
-    from rrfbench.workflows import sweep_grid, sweep_suite
+    from rrfbench.suite_workflows import sweep_suite
+    from rrfbench.workflows import sweep_grid
 
     names = ["cranfield", "time", "adi"]
     grid = sweep_grid(2, methods=("rrf", "convex"), k=(1, 10, 60), weight_step=0.25,
@@ -371,7 +372,8 @@ def test_real_loco_fold_ignores_poisoned_qrels(tmp_path, monkeypatch):
 @needs_cranfield
 def test_saved_suite_result_applies_anywhere_to_1e12(tmp_path, monkeypatch, capsys):
     from rrfbench.cli import main
-    from rrfbench.workflows import sweep_grid, sweep_suite
+    from rrfbench.suite_workflows import sweep_suite
+    from rrfbench.workflows import sweep_grid
 
     root, suites = suite_copy(tmp_path, ["cranfield", "time", "adi"])
     monkeypatch.setenv("RRFBENCH_DATA", str(root))

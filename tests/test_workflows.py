@@ -144,7 +144,7 @@ def test_explain_of_a_weight_policy_shows_its_predicted_weights():
 
     import numpy as np
 
-    from rrfbench.workflows import explain_view
+    from rrfbench.commands import explain_view
 
     path = Path(__file__).resolve().parents[1] / "results" / "adaptive" / "en" / "best.json"
     policy = load_result(path).policy_obj()
@@ -168,14 +168,9 @@ def test_a_saved_result_whose_runs_are_not_cached_yet_is_checked_not_recomputed(
     ``prepare`` the missing runs count as changed and the result is recomputed."""
     import shutil
 
+    from rrfbench.cache import reuse_or_compute
     from rrfbench.presets import get_preset
-    from rrfbench.workflows import (
-        _preset_inputs,
-        as_dataset,
-        choose_protocol,
-        preset_runs,
-        reuse_or_compute,
-    )
+    from rrfbench.workflows import _preset_inputs, as_dataset, choose_protocol, preset_runs
 
     ds = as_dataset(str(mini_beir))
     p = get_preset("ai-memory")
