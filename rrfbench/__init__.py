@@ -1,64 +1,54 @@
 """rrfbench: measure and tune reciprocal rank fusion over real runs and qrels.
 
-The public API is a few verbs and the types they use; everything else lives in its own module
-(``rrfbench.fusion``, ``rrfbench.engine``, ``rrfbench.tuning``, ``rrfbench.presets``...). This
-module only re-exports: no public name here is also the name of a submodule, so import order
-never changes what ``rrfbench.<name>`` is. Heavy libraries (torch, sentence-transformers, ranx,
-bm25s, numba) are imported inside the functions that need them, so ``import rrfbench`` stays
-fast.
+The public API is a few verbs and the types they use, declared here and nowhere else
+(:data:`__all__`); everything lives in its own module (``rrfbench.fusion``,
+``rrfbench.engine``, ``rrfbench.tuning``, ``rrfbench.presets``...). This module only
+re-exports, and lazily: a public name imports its module on first use, so ``import
+rrfbench.results`` (reading a saved best.json) loads no retriever, engine or numba, and
+``import rrfbench`` stays fast. No public name here is also the name of a submodule, so import
+order never changes what ``rrfbench.<name>`` is.
 """
 
 from __future__ import annotations
 
-import os
+import importlib
 
 from ._version import __version__
-from .advice import Advice, load_advice
-from .datasets import Dataset, load_dataset
-from .errors import CoverageWarning, InputError, RrfbenchError, ValidationWarning
-from .evaluation import coverage, evaluate, evaluate_per_query
-from .explanations import compare as _compare
-from .explanations import explain as _explain
-from .explorer import explore as _explore
-from .exporters import render as _render
-from .fusion import rrf as fuse
-from .fusion import score_fusion
-from .results import AdaptiveResult, PresetResult, SweepResult, load_result
-from .runs import Qrels, Run
-from .suite_workflows import adapt_suite as adapt
-from .suite_workflows import advise, sweep_suite
-from .suite_workflows import tune_preset_suite as tune_suite
-from .workflows import retrieve
-from .workflows import sweep_dataset as sweep
-from .workflows import tune_preset_on as tune
+
+# public name -> (module, attribute)
+_EXPORTS = {
+    "Dataset": ("datasets", "Dataset"), "load_dataset": ("datasets", "load_dataset"),
+    "Run": ("runs", "Run"), "Qrels": ("runs", "Qrels"),
+    "SweepResult": ("results", "SweepResult"), "PresetResult": ("results", "PresetResult"),
+    "AdaptiveResult": ("results", "AdaptiveResult"), "load_result": ("results", "load_result"),
+    "Advice": ("advice", "Advice"), "load_advice": ("advice", "load_advice"),
+    "InputError": ("errors", "InputError"), "RrfbenchError": ("errors", "RrfbenchError"),
+    "CoverageWarning": ("errors", "CoverageWarning"),
+    "ValidationWarning": ("errors", "ValidationWarning"),
+    "evaluate": ("evaluation", "evaluate"), "evaluate_per_query": ("evaluation",
+                                                                   "evaluate_per_query"),
+    "coverage": ("evaluation", "coverage"),
+    "fuse": ("fusion", "rrf"), "score_fusion": ("fusion", "score_fusion"),
+    "retrieve": ("workflows", "retrieve"), "sweep": ("workflows", "sweep_dataset"),
+    "tune": ("workflows", "tune_preset_on"),
+    "sweep_suite": ("suite_workflows", "sweep_suite"),
+    "tune_suite": ("suite_workflows", "tune_preset_suite"),
+    "adapt": ("suite_workflows", "adapt_suite"), "advise": ("suite_workflows", "advise"),
+    "explain": ("api", "explain"), "compare": ("api", "compare"),
+    "explore": ("api", "explore"), "export": ("api", "export"),
+}
+
+__all__ = [*_EXPORTS, "__version__"]
 
 
-def explain(runs, config, qid, qrels=None, top: int = 10):
-    """How one query's fused top ``top`` came about; see :func:`rrfbench.explanations.explain`."""
-    return _explain(runs, config, qid, qrels, top)
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'rrfbench' has no attribute {name!r}")
+    module, attr = _EXPORTS[name]
+    value = getattr(importlib.import_module(f".{module}", __name__), attr)
+    globals()[name] = value
+    return value
 
 
-def compare(a, b, runs=None, qrels=None, metric: str = "nDCG@10"):
-    """Per-query deltas and paired tests of two configurations or saved results; see
-    :func:`rrfbench.explanations.compare`."""
-    return _compare(a, b, runs, qrels, metric)
-
-
-def explore(dataset, runs=None, split: str = "test", best=None):
-    """A live fusion explorer widget for notebooks; see :mod:`rrfbench.explorer`."""
-    return _explore(dataset, runs, split, best=best)
-
-
-def export(result, fmt: str, which: str = "recommended") -> str:
-    """Render a result (or a saved best.json path) in a target system's configuration shape
-    (``which="config"``: the selected configuration or learned policy rather than the
-    recommended one); see :func:`rrfbench.exporters.render`."""
-    r = load_result(result) if isinstance(result, (str, os.PathLike)) else result
-    return _render(r, fmt, which=which)
-
-
-__all__ = ["Dataset", "Run", "Qrels", "SweepResult", "PresetResult", "AdaptiveResult", "InputError",
-           "RrfbenchError", "CoverageWarning", "ValidationWarning", "load_dataset", "retrieve",
-           "evaluate", "evaluate_per_query", "coverage", "fuse", "score_fusion", "sweep",
-           "tune", "sweep_suite", "tune_suite", "adapt", "explain", "compare", "explore", "export",
-           "load_result", "advise", "Advice", "load_advice", "__version__"]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -6,6 +6,10 @@ system tuned within its own knobs) are frozen dataclasses. They are built in one
 ``to_json()`` / ``from_json()`` round-trip them through ``best.json`` with a
 ``schema_version``; :func:`load_result` reads any saved result and refuses a file written by an
 older rrfbench with a one-line message that says how to regenerate it.
+
+Plain values on the ground floor: this module imports nothing that computes. A result rebuilds
+the engine's ``Config`` or a ``Policy`` only when asked (:meth:`SweepResult.config_obj`,
+:meth:`AdaptiveResult.policy_obj`).
 """
 
 from __future__ import annotations
@@ -16,13 +20,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from .engine import Config
 from .errors import InputError
-from .policies import Policy
 from .runs import read_text
 from .store import write_json
 
 SCHEMA_VERSION = 2
+
+
+def _config(d: dict):
+    """A configuration dict as a :class:`rrfbench.engine.Config`. The engine is imported here,
+    when asked, not with this module: loading or reading a saved result computes nothing (no
+    engine, retriever or policy fitting is imported; ``tests/test_results.py`` checks)."""
+    from .engine import Config
+
+    return Config.from_json(d)
 
 
 @dataclass(frozen=True)
@@ -180,7 +191,7 @@ class SweepResult(StaticResult):
 
     def config_obj(self, which: str = "config"):
         """The chosen configuration as a :class:`rrfbench.engine.Config`."""
-        return Config.from_json(self.config_for(which))
+        return _config(self.config_for(which))
 
     def validated_on(self) -> str | None:
         """Why a default for unseen data needs more than this result (``None``: a suite)."""
@@ -381,7 +392,7 @@ class TransferResult(StaticResult):
         return self.label if which == "config" else self.recommended["label"]
 
     def config_obj(self, which: str = "config"):
-        return Config.from_json(self.config_for(which))
+        return _config(self.config_for(which))
 
     def validated_on(self) -> str | None:
         return None  # validated leave-one-collection-out across the suite
@@ -518,7 +529,10 @@ class AdaptiveResult:
     def label(self) -> str:
         return self.policy_obj().describe()
 
-    def policy_obj(self) -> Policy:
+    def policy_obj(self):
+        """The learned policy as a :class:`rrfbench.policies.Policy` (imported when asked)."""
+        from .policies import Policy
+
         return Policy.from_json(self.policy)
 
     def policy_for(self, which: str = "config"):
@@ -542,7 +556,7 @@ class AdaptiveResult:
         return self.label if self.policy_for(which) else self.recommended["label"]
 
     def config_obj(self, which: str = "config"):
-        return Config.from_json(self.config_for(which))
+        return _config(self.config_for(which))
 
     def validated_on(self) -> str | None:
         return None  # validated leave-one-collection-out across the suite

@@ -73,3 +73,30 @@ def test_old_and_broken_files_fail_in_one_line(tmp_path):
     wrong.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "kind": "sweep"}))
     with pytest.raises(InputError, match="not a valid sweep result"):
         load_result(wrong)
+
+
+def test_reading_a_result_imports_nothing_that_computes():
+    """Value types on the ground floor: importing the results module (and loading a saved
+    best.json with it) in a fresh interpreter loads no retriever, no engine, no policy fitting
+    and no numba; a result rebuilds the engine's Config only when asked."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    best = Path(__file__).resolve().parents[1] / "results" / "scifact" / "best.json"
+    code = (
+        "import sys\n"
+        "import rrfbench.results as R, rrfbench.advice\n"
+        f"r = R.load_result({str(best)!r}) if {best.exists()} else None\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('rrfbench.retrievers', "
+        "'rrfbench.engine', 'rrfbench.policies', 'rrfbench.qfeatures', 'rrfbench.workflows', "
+        "'rrfbench._kernels', 'numba', 'bm25s', 'sklearn', 'torch')))\n"
+        "print(heavy)\n"
+        "if r is not None:\n"
+        "    r.config_obj()\n"
+        "    print('rrfbench.engine' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = out.stdout.split("\n")
+    assert lines[0] == "[]", out.stdout
+    if best.exists():
+        assert lines[1] == "True"     # asked for, the Config came
