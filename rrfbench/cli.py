@@ -35,7 +35,6 @@ from .commands import (
 )
 from .datasets import search_path
 from .demo import demo as run_demo
-from .errors import InputError
 from .exits import run_app
 from .explanations import compare
 from .exporters import formats
@@ -46,9 +45,8 @@ from .qfeatures import FEATURE_SETS
 from .report import cells
 from .results import WHICH, load_result
 from .selection import DEFAULT_RULE, OBJECTIVES, RULES
-from .store import write_text
 from .suite_workflows import adapt_suite
-from .workflows import DEFAULT_SPECS
+from .workflows import DEFAULT_KS, DEFAULT_SPECS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure and tune reciprocal rank fusion over real runs and qrels.")
@@ -216,7 +214,8 @@ def fuse(
     _scored(out, as_json)
 
 
-DEFAULT_KS = "1,2,5,10,20,30,40,60,80,100,150,200,300"
+# the sweep grid's k values as the option's default text (one list, rrfbench.workflows)
+DEFAULT_K_TEXT = ",".join(str(k) for k in DEFAULT_KS)
 
 
 @app.command()
@@ -226,7 +225,7 @@ def sweep(
     objective: Objective = "macro",
     rule: Rule = DEFAULT_RULE,
     retriever: Annotated[list[str], typer.Option("-r", "--retriever", help="repeatable; default bm25, fts5, dense")] = None,
-    k: Annotated[str, typer.Option(help="comma-separated k values")] = DEFAULT_KS,
+    k: Annotated[str, typer.Option(help="comma-separated k values")] = DEFAULT_K_TEXT,
     weights: Annotated[list[str], typer.Option(help="weight vectors (repeatable); default: simplex grid")] = None,
     weight_step: Annotated[float, typer.Option(help="simplex grid step")] = 0.1,
     depth: Annotated[str, typer.Option(help="candidate depths, comma-separated (all = whole run)")] = "all",
@@ -409,21 +408,9 @@ def regress(
     compute_all: Annotated[bool, typer.Option("--all", help="also compute uncached dense encodings")] = False,
 ):
     """Recompute baseline metrics; exit 1 if one got worse by more than the margin, significantly."""
-    if margin is not None and not (0 <= margin < 1):
-        raise InputError(f"--margin: {margin} must be in [0, 1)")
-    baselines = baselines or R.default_path()
-    data = R.load_baselines(baselines)
-    rows = R.check(data, margin, compute_all or update)
-    console.print(_table(f"metric regression vs {baselines}", R.table(rows)))
-    console.print(R.describe_rule(R.rule(data, margin)), highlight=False)
-    if update:
-        new, diff = R.update(data, rows)
-        write_text(baselines, R.dumps(new))
-        console.print("\n".join(diff) if diff else "no changes", highlight=False)
-        return
-    counts = R.counts(rows)
-    console.print(" ".join(f"{k}={v}" for k, v in counts.items()), highlight=False)
-    if counts["FAIL"]:
+    out = R.regress(baselines, margin, update, compute_all)
+    _render(out.view())
+    if out.failed:
         raise typer.Exit(1)
 
 

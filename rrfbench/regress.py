@@ -45,9 +45,11 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from .datasets import load_dataset
 from .engine import Config
@@ -59,7 +61,7 @@ from .retrievers import make_retriever, run_path
 from .retrievers.base import expected_manifest, manifest_matches, read_manifest
 from .runs import read_text
 from .stats import permutation_test
-from .store import project_root
+from .store import project_root, write_text
 from .workflows import retrieve
 
 STATUSES = ("OK", "OKISH", "NOISE", "IMPROVED", "SKIP", "FAIL")
@@ -120,8 +122,34 @@ def load_baselines(path: str | Path) -> dict:
         for m, vals in pq.items():
             if m != "qids" and (not isinstance(vals, list) or len(vals) != len(pq["qids"])):
                 raise InputError(f"entry {i}: per_query {m!r} needs one value per qid", path)
+        _check_consistent(i, e, path)
     rule(data)  # a malformed rule fails here, before any work
     return data
+
+
+MEAN_TOL = 2e-6  # per-query values and means are both stored to 6 decimals
+
+
+def _check_consistent(i: int, entry: dict, path: Path) -> None:
+    """An entry's mean ``metrics`` must be the mean of its own ``per_query`` values (to the
+    6 decimals both are stored with): a hand-edited or corrupted file, whose mean says one thing
+    and whose per-query values another, would otherwise pass or fail on the wrong number."""
+    pq = entry.get("per_query") or {}
+    for m, mean in entry["metrics"].items():
+        vals = pq.get(m)
+        if vals is None:
+            continue
+        if isinstance(mean, bool) or not isinstance(mean, (int, float)) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+            raise InputError(f"entry {i} ({_label(entry)}): {m} values must be numbers", path)
+        if not vals:
+            continue
+        got = math.fsum(vals) / len(vals)
+        if abs(got - mean) > MEAN_TOL:
+            raise InputError(f"entry {i} ({_label(entry)}): metrics {m} {mean:.6f} is not the "
+                             f"mean of its per_query values ({got:.6f}); the file was edited "
+                             f"or corrupted: restore it, or regenerate it with `rrfbench "
+                             f"regress --update`", path)
 
 
 def rule(baselines: dict, margin: float | None = None) -> dict:
@@ -386,3 +414,43 @@ def update(baselines: dict, rows: list[dict]) -> tuple[dict, list[str]]:
     if added or changed:
         diff.append(f"per-query values: {added} entries added, {changed} changed")
     return new, diff
+
+
+# --------------------------------------------------------------------------- the command
+@dataclass
+class RegressOutcome:
+    """``rrfbench regress``: the table, the rule in words, the counts or the update's diff."""
+
+    path: Path
+    rows: list
+    rule_text: str
+    counts: dict
+    diff: list | None = None          # set by --update (the file was rewritten)
+
+    @property
+    def failed(self) -> bool:
+        return self.diff is None and bool(self.counts["FAIL"])
+
+    def view(self) -> list:
+        items = [(f"metric regression vs {self.path}", pd.DataFrame(table(self.rows))),
+                 self.rule_text]
+        if self.diff is not None:
+            return items + ["\n".join(self.diff) if self.diff else "no changes"]
+        return items + [" ".join(f"{k}={v}" for k, v in self.counts.items())]
+
+
+def regress(baselines: str | Path | None = None, margin: float | None = None,
+            update_file: bool = False, compute_all: bool = False,
+            progress: bool = False) -> RegressOutcome:
+    """Recompute every baseline entry and compare (the module docstring's rule); with
+    ``update_file``, rewrite the file with today's values instead."""
+    if margin is not None and not (0 <= margin < 1):
+        raise InputError(f"--margin: {margin} must be in [0, 1)")
+    path = Path(baselines) if baselines else default_path()
+    data = load_baselines(path)
+    rows = check(data, margin, compute_all or update_file, progress)
+    out = RegressOutcome(path, rows, describe_rule(rule(data, margin)), counts(rows))
+    if update_file:
+        new, out.diff = update(data, rows)
+        write_text(path, dumps(new))
+    return out

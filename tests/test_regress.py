@@ -309,3 +309,37 @@ def test_committed_file_covers_retrievers_presets_and_tuned(tmp_path):
         load_baselines(_write(tmp_path / "bad.json", bad))
     with pytest.raises(InputError, match="rule.alpha"):
         load_baselines(_write(tmp_path / "bad.json", {"rule": {"alpha": 2}, "entries": []}))
+
+
+def test_a_baseline_whose_mean_disagrees_with_its_per_query_values_is_refused(tmp_path):
+    """A hand-edited or corrupted baselines.json (the mean says one thing, the per-query
+    values another) is refused in one line naming the file, the entry and the metric."""
+    import subprocess
+    import sys
+
+    from rrfbench.regress import dumps, load_baselines
+
+    good = {"entries": [{"dataset": "cranfield", "split": "test", "system": "bm25",
+                         "spec": "bm25", "metrics": {"nDCG@10": 0.5, "R@100": 0.25},
+                         "per_query": {"qids": ["1", "2"], "nDCG@10": [0.4, 0.6],
+                                       "R@100": [0.25, 0.25]}}]}
+    path = tmp_path / "baselines.json"
+    path.write_text(dumps(good))
+    assert load_baselines(path)["entries"][0]["metrics"]["nDCG@10"] == 0.5
+    bad = json.loads(json.dumps(good))
+    bad["entries"][0]["metrics"]["R@100"] = 0.3
+    path.write_text(dumps(bad))
+    with pytest.raises(InputError, match=r"entry 0 \(cranfield/test bm25\): metrics R@100 "
+                                         r"0\.300000 is not the mean of its per_query values "
+                                         r"\(0\.250000\)"):
+        load_baselines(path)
+    p = subprocess.run([sys.executable, "-m", "rrfbench.cli", "regress", "--baselines",
+                        str(path)], capture_output=True, text=True, timeout=120)
+    lines = (p.stdout + p.stderr).strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1
+    assert lines[0].startswith(f"error: {path}: entry 0 (cranfield/test bm25): metrics R@100")
+    # rounding to the stored 6 decimals is not a disagreement
+    ok = json.loads(json.dumps(good))
+    ok["entries"][0]["per_query"]["nDCG@10"] = [0.4000004, 0.6]
+    path.write_text(dumps(ok))
+    load_baselines(path)
