@@ -165,8 +165,10 @@ def retrieve(
     encoded in shards on a Dask cluster (same numbers as in-process).
     """
     with cluster(scheduler, workers):
-        _show(*retrieve_table(dataset, retriever or ["bm25"], split, depth, force, metric, suite,
-                              granularity, seed, hops, log=_log, allow_missing=allow_missing))
+        scores = retrieve_table(dataset, retriever or ["bm25"], split, depth, force, metric,
+                                suite, granularity, seed, hops, log=_log,
+                                allow_missing=allow_missing)
+    _show(scores.title, scores.table())
 
 
 @app.command("evaluate")

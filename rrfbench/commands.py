@@ -35,6 +35,7 @@ from .options import check_specs, check_suite_options, one_of, per_run, with_opt
 from .presets import get_preset, read_prior
 from .results import (
     PresetResult,
+    RetrieverScores,
     load_result,
     specs_of,
 )
@@ -56,6 +57,7 @@ from .workflows import (
     preset_result_path,
     preset_runs,
     retrieve_result,
+    retriever_scores,
     sweep_dataset,
     sweep_grid,
     tune_preset_on,
@@ -81,39 +83,30 @@ def datasets_table():
 def retrieve_table(dataset=None, specs: Sequence[str] = ("bm25",), splits=None,
                    depth: int = 1000, force: bool = False, metrics=TABLE_METRICS,
                    suite: str | None = None, granularity=None, seed=None, hops=None,
-                   log: Callable[[str], None] = _quiet, allow_missing: bool = False):
+                   log: Callable[[str], None] = _quiet,
+                   allow_missing: bool = False) -> RetrieverScores:
     """Retrieve (or reuse) the runs of ``specs`` (options as :func:`with_options`) on a
-    dataset's splits, or on every collection of ``suite``; returns ``(title, DataFrame)`` with
-    one row per run."""
+    dataset's splits, or on every collection of ``suite``: the
+    :class:`~rrfbench.results.RetrieverScores` with one row per run."""
     one_of(dataset, suite)
     metrics = [str(m) for m in parse_metrics(list(metrics or TABLE_METRICS))]
     specs = with_options(specs, granularity, seed, hops)
     if suite:
         if splits:
             raise InputError("--split: a suite's splits come from datasets/suites.toml")
-        rows = [{"collection": name, "split": sp, "retriever": res.run.name,
-                 **evaluate(res.run, load_dataset(name).qrels(sp), metrics),
-                 "cached": "yes" if res.cached else "no"}
-                for name, sp, res in retrieve_suite(suite, specs, depth, force, log=log,
-                                                    allow_missing=allow_missing)]
-        return f"suite {suite}: runs at depth {depth}", pd.DataFrame(rows)
+        done = retrieve_suite(suite, specs, depth, force, log=log, allow_missing=allow_missing)
+        return retriever_scores(f"suite {suite}: runs at depth {depth}",
+                                [(ds.name, ds, sp, spec, res) for ds, sp, spec, res in done],
+                                metrics)
     if allow_missing:
         raise InputError("--allow-missing: use it with --suite")
     ds = as_dataset(dataset)
     splits = list(splits or ["test"])
     for s in splits:
         ds.qrels(s)
-    rows = []
-    for s in splits:
-        for spec in specs:
-            res = retrieve_result(ds, spec, s, depth, force)
-            cov = coverage(res.run, ds.qrels(s))
-            rows.append({"retriever": res.run.name, "spec": spec, "split": s,
-                         **evaluate(res.run, ds.qrels(s), metrics),
-                         "answered": f"{cov.answered}/{cov.judged}",
-                         "time_s": float(res.manifest.get("wall_time_s", 0.0)),
-                         "cached": "yes" if res.cached else "no"})
-    return f"{ds.name}: runs at depth {depth}", pd.DataFrame(rows)
+    return retriever_scores(f"{ds.name}: runs at depth {depth}",
+                            [(None, ds, s, spec, retrieve_result(ds, spec, s, depth, force))
+                             for s in splits for spec in specs], metrics)
 
 
 @dataclass

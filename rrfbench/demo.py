@@ -21,7 +21,8 @@ from .report import (
     write_report,
 )
 from .results import (
-    PresetResult,
+    RetrieverScores,
+    StudiedSystems,
 )
 from .retrievers import make_retriever
 from .store import results_dir, write_json
@@ -41,12 +42,12 @@ from .suites import get_suite
 from .tuning import choose_protocol, single_run_configs
 from .workflows import (
     DEFAULT_SPECS,
-    TABLE_METRICS,
     SweepOutcome,
     _quiet,
     as_dataset,
     preset_table,
     retrieve_result,
+    retriever_scores,
     sweep_dataset,
 )
 
@@ -55,9 +56,9 @@ from .workflows import (
 @dataclass
 class DemoOutcome:
     dataset: str
-    retrievers: list[dict]
+    retrievers: RetrieverScores
     sweep: SweepOutcome
-    presets: list[PresetResult]
+    presets: StudiedSystems
     stages: dict[str, float]
     all_cached: bool
     out: Path
@@ -70,10 +71,9 @@ class DemoOutcome:
 
     def dataset_view(self) -> list:
         """The dataset's part: single retrievers, the tuned fusion, the studied systems."""
-        return [(f"{self.dataset}: single retrievers (depth 1000)", pd.DataFrame(self.retrievers)),
-                *self.sweep.view(),
+        return [(self.retrievers.title, self.retrievers.table()), *self.sweep.view(),
                 (f"{self.dataset}: studied systems as shipped vs tuned (eval split)",
-                 pd.DataFrame([r.row() for r in self.presets]))]
+                 self.presets.table())]
 
     def view(self) -> list:
         """The answer first (the suite's recommendations and their track record), then every
@@ -84,10 +84,6 @@ class DemoOutcome:
             items += self.dataset_view()
         if self.suite is not None:
             items += self.suite.view()
-            items.append((f"suite {self.suite.result.suite}: does tuning transfer? "
-                          "(leave-one-collection-out)",
-                          pd.concat([so.result.macro() for so in [self.suite, *self.suite_presets]],
-                                    ignore_index=True)))
         if self.adaptive is not None:
             items += self.adaptive.view()
         items.append(("stage times (s)", pd.DataFrame([{"stage": k, "seconds": v}
@@ -101,23 +97,17 @@ class DemoOutcome:
         return items
 
 
-def retriever_rows(dataset, specs: Sequence[str], splits: Sequence[str], engines: dict,
-                   results: dict) -> list[dict]:
-    """One row per (retriever, split) with its metrics, computed by the sweep engine (the same
-    numbers as ``evaluate``; checked in tests)."""
-    rows = []
+def engine_scores(ds, specs: Sequence[str], splits: Sequence[str], engines: dict) -> dict:
+    """Each single run's mean metrics from the sweep engines already built (the same numbers as
+    ``evaluate``; checked in tests), for :func:`rrfbench.workflows.retriever_scores`."""
+    out = {}
     for sp in splits:
         eng = engines[sp]
         pq = eng.evaluate(single_run_configs(len(specs)))
         for i, spec in enumerate(specs):
-            res = results[(spec, sp)]
-            row = {"retriever": res.run.name, "split": sp}
-            for m in TABLE_METRICS:
-                row[m] = float(pq[i, eng.metric_names.index(m)].mean())
-            row["retrieve_s"] = float(res.manifest.get("wall_time_s", 0.0))
-            row["cached"] = "yes" if res.cached else "no"
-            rows.append(row)
-    return rows
+            out[(ds.name, sp, spec)] = {m: float(pq[i, j].mean())
+                                        for j, m in enumerate(eng.metric_names)}
+    return out
 
 
 def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric: str = "nDCG@10",
@@ -150,9 +140,12 @@ def demo(dataset: str = "scifact", specs: Sequence[str] = DEFAULT_SPECS, metric:
     engines = {sp: FusionEngine([results[(s, sp)].run for s in specs], ds.qrels(sp),
                                 tuple(metrics)) for sp in splits}
     t = stage("build sweep engines", t)
-    rows = retriever_rows(ds, specs, splits, engines, results)
+    rows = retriever_scores(f"{ds.name}: single retrievers (depth 1000)",
+                            [(None, ds, sp, spec, results[(spec, sp)])
+                             for sp in splits for spec in specs],
+                            scores=engine_scores(ds, specs, splits, engines))
     out = results_dir() / ds.name
-    write_json(out / "retrievers.json", rows)
+    write_json(out / "retrievers.json", rows.to_json())
     write_report(out, {"retrievers": retrievers_section(ds.name, rows)})
     t = stage("score single retrievers", t)
     sw = sweep_dataset(ds, specs, metric=metric, protocol=protocol, engines=engines,

@@ -123,17 +123,19 @@ def knob_str(r: PresetResult) -> str:
     return r.knobs_label()
 
 
-def presets_section(dataset: str, rows: list[PresetResult]) -> str:
-    lines = [f"## Studied systems: as shipped vs tuned within their own knobs ({dataset})", "",
-             "Each system's fusion arithmetic (formula, rank base, weights, candidate depths, tie "
-             "order, trimming, fallback) is reproduced on rrfbench runs and was checked against "
-             "independent implementations; what around it is assumed or not modelled is listed "
-             "below per system. Tuned only over the knobs the system exposes, within their "
+def presets_section(systems) -> str:
+    """The studied systems on a dataset (:class:`rrfbench.results.StudiedSystems`): the table
+    and each system's fidelity list."""
+    lines = [f"## Studied systems: as shipped vs tuned within their own knobs ({systems.dataset})",
+             "", "Each system's fusion arithmetic (formula, rank base, weights, candidate depths, "
+             "tie order, trimming, fallback) is reproduced on rrfbench runs and was checked "
+             "against independent implementations; what around it is assumed or not modelled is "
+             "listed below per system. Tuned only over the knobs the system exposes, within their "
              "ranges. R@100 is bounded by the system's own result limit.", ""]
-    if rows:
-        lines.append(md_table(pd.DataFrame([r.row() for r in rows])))
+    if systems.results:
+        lines.append(md_table(systems.table()))
     lines += ["", "Fidelity (what each preset reproduces, and how):", ""]
-    for r in rows:
+    for r in systems.results:
         items = "; ".join(f"*{f['status']}*: {f['item']}" + (f" ({f['note']})" if f["note"] else "")
                           for f in r.fidelity)
         lines.append(f"- **{r.preset}**: {items}")
@@ -155,11 +157,11 @@ def write_report(out_dir: Path, sections: dict[str, str]) -> Path:
     return write_text(out_dir / "report.md", f"# rrfbench report: {out_dir.name}\n\n{body}")
 
 
-def retrievers_section(dataset: str, rows: list[dict]) -> str:
-    if not rows:
+def retrievers_section(dataset: str, scores) -> str:
+    """The single retrievers (:class:`rrfbench.results.RetrieverScores`) as a report section."""
+    if not scores.rows:
         return ""
-    df = pd.DataFrame(rows).drop(columns=["cached"], errors="ignore")
-    return f"## Single retrievers ({dataset})\n\n" + md_table(df) + "\n"
+    return f"## Single retrievers ({dataset})\n\n" + md_table(scores.table(cached=False)) + "\n"
 
 
 def write_sweep_outputs(result: SweepResult, table, eval_table, out: Path) -> dict[str, str]:

@@ -148,6 +148,43 @@ class StaticResult:
 
 
 @dataclass(frozen=True)
+class RetrieverScores:
+    """Single retrievers scored on their splits: one row per (collection,) retriever and split,
+    with its metrics, the judged queries it answered, its retrieval time and whether it came
+    from the cache. The one table of single retrievers: the CLI, report.md and the notebooks
+    show :meth:`table`."""
+
+    title: str
+    rows: tuple
+    metrics: tuple = ()
+    kind: str = "retrievers"
+
+    def table(self, cached: bool = True) -> pd.DataFrame:
+        """The rows as a DataFrame (``cached=False`` drops the cache column, for reports)."""
+        df = pd.DataFrame(list(self.rows))
+        return df if cached else df.drop(columns=["cached"], errors="ignore")
+
+    def to_json(self) -> list:
+        return [dict(r) for r in self.rows]
+
+
+@dataclass(frozen=True)
+class StudiedSystems:
+    """The studied systems on one dataset, each as shipped vs tuned within its own knobs
+    (:class:`PresetResult` each). The one studied-systems table: :meth:`table`."""
+
+    dataset: str
+    results: tuple
+
+    def table(self) -> pd.DataFrame:
+        """One row per system (:meth:`PresetResult.row`)."""
+        return pd.DataFrame([r.row() for r in self.results])
+
+    def by_name(self) -> dict:
+        return {r.preset: r for r in self.results}
+
+
+@dataclass(frozen=True)
 class SweepResult(StaticResult):
     """A fusion sweep on one dataset, tuned honestly (see :mod:`rrfbench.tuning`)."""
 
@@ -281,8 +318,8 @@ class PresetResult(StaticResult):
         return ", ".join(f"{k}={v}" for k, v in self.tuned_knobs().items())
 
     def row(self) -> dict:
-        """One row of the studied-systems table (shipped vs tuned on the evaluation queries);
-        ``pd.DataFrame([r.row() for r in results])`` is the table."""
+        """One row of the studied-systems table (shipped vs tuned on the evaluation queries;
+        :meth:`StudiedSystems.table` builds the table from them)."""
         m, p = self.metric, self.protocol
         return {"preset": self.preset, f"shipped {m}": self.shipped["metrics"][m],
                 f"tuned {m}": self.tuned.value, "95% CI (tuned)": _ci(self.tuned.ci95),

@@ -110,15 +110,15 @@ def suite_members(suite: str, min_members: int = 2, allow_missing: bool = False)
 
 def retrieve_suite(suite: str, specs: Sequence[str], depth: int = 1000, force: bool = False,
                    log: Callable[[str], None] = _quiet, allow_missing: bool = False) -> list:
-    """Fill every collection's runs (tuning and evaluation splits) of a suite; returns the
-    :class:`~rrfbench.retrievers.RunResult` of each."""
+    """Fill every collection's runs (tuning and evaluation splits) of a suite; returns
+    ``(dataset, split, spec, RunResult)`` of each."""
     out = []
     for ds, p in suite_members(suite, min_members=1, allow_missing=allow_missing):
         for split in dict.fromkeys((p.tune_split, p.eval_split)):
             for spec in specs:
                 res = retrieve_result(ds, spec, split, depth, force)
                 log(f"{ds.name}/{split} {res.run.name}: {'cached' if res.cached else 'retrieved'}")
-                out.append((ds.name, split, res))
+                out.append((ds, split, spec, res))
     return out
 
 

@@ -25,6 +25,7 @@ from .datasets import Dataset, load_dataset
 from .distributed import chunk_map as dask_chunk_map
 from .engine import FusionEngine, make_grid
 from .errors import InputError, choice
+from .evaluation import coverage, evaluate
 from .fusion import METHODS, MISSING, NORMALISATIONS
 from .metrics import DEFAULT_METRICS, parse_metric
 from .presets import base as preset_base
@@ -36,6 +37,8 @@ from .report import (
 )
 from .results import (
     PresetResult,
+    RetrieverScores,
+    StudiedSystems,
     SweepResult,
 )
 from .retrievers import cached_run, make_retriever
@@ -88,6 +91,28 @@ def load_runs(dataset, specs: Sequence[str], split: str, depth: int = 1000,
         log(f"{res.run.name} ({split}): {'cached' if res.cached else 'retrieved'} {res.path}")
         out.append(res.run)
     return out
+
+
+def retriever_scores(title: str, items: Sequence[tuple], metrics: Sequence[str] = TABLE_METRICS,
+                     scores: dict | None = None) -> RetrieverScores:
+    """The table of single retrievers (the one builder of it): ``items`` are ``(collection or
+    None, dataset, split, spec, RunResult)``; each row holds the run's metrics (from ``scores``,
+    ``{(dataset name, split, spec): {metric: value}}``, when the caller computed them already,
+    e.g. with the sweep engine, whose numbers equal :func:`rrfbench.evaluation.evaluate`'s;
+    else evaluated here), the judged queries it answered, its retrieval time and whether it
+    came from the cache."""
+    metrics = [str(m) for m in metrics]
+    rows = []
+    for coll, ds, split, spec, res in items:
+        qrels = ds.qrels(split)
+        vals = (scores or {}).get((ds.name, split, spec)) or evaluate(res.run, qrels, metrics)
+        cov = coverage(res.run, qrels)
+        rows.append({**({"collection": coll} if coll else {}), "retriever": res.run.name,
+                     "spec": spec, "split": split, **{m: float(vals[m]) for m in metrics},
+                     "answered": f"{cov.answered}/{cov.judged}",
+                     "retrieve_s": float(res.manifest.get("wall_time_s", 0.0)),
+                     "cached": "yes" if res.cached else "no"})
+    return RetrieverScores(title, tuple(rows), tuple(metrics))
 
 
 # --------------------------------------------------------------------------- fusion sweeps
@@ -222,13 +247,14 @@ def tune_preset_on(dataset, preset, metric: str = "nDCG@10", tune_split: str | N
 
 def preset_table(dataset, presets: Sequence[str] | None = None, metric: str = "nDCG@10",
                  progress: bool = True, protocol=None, log: Callable[[str], None] = _quiet
-                 ) -> list[PresetResult]:
+                 ) -> StudiedSystems:
     """Tune every preset on ``dataset`` (reusing what is cached) and write the report section."""
     ds = as_dataset(dataset)
-    rows = [tune_preset_on(ds, name, metric, progress=progress, protocol=protocol, log=log)
-            for name in (presets or list(preset_registry.PRESETS))]
-    write_report(results_dir() / ds.name, {"presets": presets_section(ds.name, rows)})
-    return rows
+    systems = StudiedSystems(ds.name, tuple(
+        tune_preset_on(ds, name, metric, progress=progress, protocol=protocol, log=log)
+        for name in (presets or list(preset_registry.PRESETS))))
+    write_report(results_dir() / ds.name, {"presets": presets_section(systems)})
+    return systems
 
 
 def chunk_map(client):

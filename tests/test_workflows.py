@@ -51,8 +51,8 @@ def test_preset_tuning_uses_the_protocol_and_is_reused(mini_beir, results_root):
     mtime = path.stat().st_mtime_ns
     again = tune_preset_on(str(mini_beir), "ai-memory", progress=False)
     assert again == r and path.stat().st_mtime_ns == mtime  # cache key matched: not recomputed
-    rows = preset_table(str(mini_beir), ["ai-memory"], progress=False)
-    assert rows == [r]
+    systems = preset_table(str(mini_beir), ["ai-memory"], progress=False)
+    assert systems.results == (r,) and systems.table().preset.tolist() == ["ai-memory"]
     # the same runs recomputed (new timestamps and timings) keep the saved result valid
     from rrfbench.workflows import retrieve_result
 
