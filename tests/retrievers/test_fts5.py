@@ -5,11 +5,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rrfbench.errors import InputError
 from rrfbench.retrievers.fts5 import (
     FTS5Retriever,
     build_and_tokens,
     build_or_tokens,
     build_phrase,
+    build_titan,
     check_fts5,
 )
 from tests.conftest import needs_cranfield, needs_scifact
@@ -163,3 +165,53 @@ def test_chinese_tokenizers(tiny_zh):
         assert run.df.docid.tolist()[0] == "a", spec
     plain = make_retriever("fts5").retrieve(ds, ds.split_queries("test"), 10)
     assert len(plain) == 0  # unicode61 sees the whole sentence as one token: no match
+
+
+def test_long_or_queries_are_scored_phrase_by_phrase_to_the_bit(tiny_beir, tmp_path):
+    """A long OR of phrases (titan keeps every token, repeats included) is scored phrase by
+    phrase, linear instead of quadratic (benchmarks/bench_fts5_long.py): the same ranked lists
+    and the same scores, to the bit, as FTS5's bm25() over the whole OR query."""
+    from rrfbench import load_dataset
+    from rrfbench.retrievers.fts5 import ADDITIVE_FROM, additive_bm25, or_phrases
+
+    assert or_phrases('"a" OR "b" OR "a"') == ['"a"', '"b"', '"a"']
+    assert or_phrases('"a b"') == ['"a b"'] and or_phrases('"a" AND "b"') is None
+    assert or_phrases('"a" OR b') is None and or_phrases('"a"b" OR "c"') is None
+    ds = load_dataset(str(tiny_beir))
+    r = FTS5Retriever("titan")
+    con = r.connect(ds)
+    messages = ["green apples apples red", "red red red cars and green pears",
+                "nothing", "apples " * 40 + "cars " * 3, "zzz qqq", "Apples APPLES apples"]
+    for msg in messages:
+        m = build_titan(msg)
+        assert r.search(con, m, 3, additive=True) == r.search(con, m, 3, additive=False), msg
+    assert r.search(con, build_titan("zzz"), 5, additive=True) == []
+    # the default switches at ADDITIVE_FROM phrases
+    long = build_titan("red apples " * ADDITIVE_FROM)
+    assert r.search(con, long, 4) == r.search(con, long, 4, additive=False)
+    with pytest.raises(InputError, match="not an OR of quoted phrases"):
+        r.search(con, '"a" AND "b"', 3, additive=True)
+    assert additive_bm25(con, r.ONE_SQL, (r.title_weight, r.text_weight), ['"zzz"'], 3) == []
+    con.close()
+    o = FTS5Retriever("or_tokens")
+    con = o.connect(ds)
+    m = build_or_tokens("green apples, red cars, green pears and more apples")
+    assert o.search(con, m, 4, additive=True) == o.search(con, m, 4, additive=False)
+    con.close()
+
+
+@needs_cranfield
+def test_phrase_by_phrase_equals_fts5_on_real_queries(cranfield):
+    """Every cranfield query (and the same queries repeated into 300-token messages) gives the
+    same 100 documents and scores both ways under titan's builder."""
+    from rrfbench.retrievers.fts5 import FTS5Retriever
+
+    r = FTS5Retriever("titan")
+    con = r.connect(cranfield)
+    texts = list(cranfield.queries.text)
+    for text in texts[:120] + [" ".join(texts[i:i + 17]) for i in range(0, 85, 17)]:
+        m = build_titan(text)
+        if m is not None:
+            assert r.search(con, m, 100, additive=True) == r.search(con, m, 100,
+                                                                       additive=False), text
+    con.close()
