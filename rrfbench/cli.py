@@ -61,7 +61,7 @@ def _one_of(values) -> str:
 
 
 # off a terminal (CI logs, pipes) tables keep their full cell text: no "semant…" cut-offs
-console = Console() if Console().is_terminal else Console(width=1000, soft_wrap=True)
+console = Console() if Console().is_terminal else Console(width=100_000, soft_wrap=True)
 
 
 @app.callback()

@@ -69,6 +69,11 @@ def test_noninferiority_reads_the_lower_bound():
     assert decide("noninferiority", e) and MARGIN == 0.005
 
 
+def test_mean_takes_a_positive_mean_gain():
+    assert decide("mean", ev(0.03, -0.02, 0.0)) and not decide("mean", ev(0.01, -0.02))
+    assert not decide("mean", ev(0.0, 0.0))
+
+
 def test_always_and_significance():
     assert decide("always", ev(-0.1, -0.2))
     assert decide("significance", ev(0.1, significant=True))
@@ -96,9 +101,9 @@ def test_grade_hand_computed():
     assert m["mean_regret"] == pytest.approx(0.0) and m["right"] == 3
     s = g["rules"]["significance"]  # takes only a
     assert s["mean_regret"] == pytest.approx(0.0) and s["took_change"] == 1
-    # minimax and significance tie at 0 regret; shrinkage takes a (mean .015 > se .005):
-    # minimax is the simpler of the lowest
-    assert g["best"] == "minimax"
+    # mean (a: +.015 take, b: -.01 keep, c: keep), minimax and significance tie at 0 regret:
+    # mean is the simplest of the lowest
+    assert g["rules"]["mean"]["mean_regret"] == 0.0 and g["best"] == "mean"
 
 
 def test_choose_rule_takes_the_lowest_regret_and_the_simpler_on_a_tie():
