@@ -1,10 +1,11 @@
-"""Every notebook runs top to bottom and is committed clean.
+"""The notebooks: committed with their outputs (executed against the committed results, so a
+reader on the web sees the tables and plots), current (executed afresh they show the same
+text), and each one's computing path runs on small cuts of the real collections.
 
-They run on small cuts of the real collections under their real names (the README test's data,
-``cut_data`` in conftest): cranfield for the single-collection notebooks, the ``small`` suite
-(cranfield, time, adi) for 05 and 07, with their own results folder. What they compute on the
-full collections is what the CLI computes (tests/test_workflows.py, tests/test_transfer.py and
-tests/test_adaptive.py check that on real data); this test checks that each one runs."""
+Committed outputs: ``make notebooks`` (``python -m tests.nbrun --write``) executes them with
+their default parameters (cranfield; the English suite's committed results) in a copy of
+``results/``. On cuts: the README test's data (``cut_data`` in conftest), cranfield for the
+single-collection notebooks, the ``small`` suite recomputed for 05 and 07."""
 
 import os
 from pathlib import Path
@@ -12,19 +13,48 @@ from pathlib import Path
 import nbformat
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+from tests.conftest import _have
+from tests.nbrun import NOTEBOOKS, copy_results, environment, execute, images, text_outputs
 
 
-def test_there_are_four_notebooks():
+def test_there_are_seven_notebooks():
     assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_committed_without_outputs(path):
+def test_committed_with_outputs(path):
+    """Every code cell ran (in order) and shows something; every plot is a non-empty PNG."""
     nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: clear outputs"
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1)), path.name
+    assert not [o for c in cells for o in c.outputs if o.output_type == "error"]
+    shown = [i for i, c in enumerate(cells) if c.outputs]
+    assert len(shown) >= len(cells) - 2, f"{path.name}: cells without outputs"
+    for c in cells:
+        for o in c.outputs:
+            if "image/png" in o.get("data", {}):
+                assert len(o["data"]["image/png"]) > 1000
+
+
+@pytest.fixture(scope="module")
+def committed_results(tmp_path_factory):
+    return copy_results(tmp_path_factory.mktemp("committed") / "results")
+
+
+@pytest.mark.skipif(not _have("cranfield"), reason="the notebooks read cranfield")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_outputs_are_current(path, committed_results):
+    """Executed afresh against the committed results, each code cell shows the same text as
+    the committed notebook, and the same images (present, not empty). A changed result, an
+    edited cell or a changed table fails here: run `make notebooks` and review the diff."""
+    committed = nbformat.read(path, as_version=4)
+    with environment(committed_results):
+        fresh = execute(path)
+    want, got = text_outputs(committed), text_outputs(fresh)
+    assert len(want) == len(got)
+    for i, (w, g) in enumerate(zip(want, got, strict=True)):
+        assert g == w, f"{path.name}, code cell {i + 1}: text differs from the committed output"
+    assert images(fresh) == images(committed)
 
 
 @pytest.fixture(scope="module")
@@ -34,18 +64,15 @@ def notebook_results(tmp_path_factory):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_runs_top_to_bottom(path, monkeypatch, cut_data, notebook_results):
-    from nbclient import NotebookClient
-
+def test_runs_top_to_bottom_on_cuts(path, monkeypatch, cut_data, notebook_results):
     monkeypatch.setenv("RRFBENCH_DATA", str(cut_data))
     monkeypatch.setenv("RRFBENCH_RESULTS", str(notebook_results))
     monkeypatch.setenv("RRFBENCH_NB_DATASET", "cranfield")
     monkeypatch.setenv("RRFBENCH_NB_SUITE", "small")
     monkeypatch.setenv("RRFBENCH_NB_FAST", "1")
+    monkeypatch.setenv("RRFBENCH_NB_RECOMPUTE", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent.parent)}}).execute()
+    nb = execute(Path(path))
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "error"]
     assert not errors

@@ -159,3 +159,26 @@ def test_compare_reports_a_partial_overlap(tmp_path):
     p = subprocess.run([SCRIPT, "compare", str(ROOT / "results/scifact/best.json"),
                         str(tmp_path / "b.json")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "partial overlap: 200 shared queries" in p.stderr, p.stderr
+
+
+def test_demo_shows_the_dataset_first_and_ends_with_the_recommendation_first(project):
+    """`rrfbench demo` as a user runs it (the console script, a fresh process, output to a
+    pipe): the dataset's tables are printed before the suite starts, and the closing summary
+    opens with the suite's recommendation and its track record, then the details; no table is
+    cut off off a terminal."""
+    proj, env = project
+    p = run_line("rrfbench demo cranfield --suite small", proj, {**env, "CI": "true"})
+    assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
+    out = p.stdout
+    first_table = out.index("cranfield: single retrievers")
+    suite_starts = out.index("suite small: ")
+    summary = out.index("suite small (3 collections): the recommendation")
+    assert first_table < suite_starts < summary
+    after = out[summary:].splitlines()
+    assert after[1].startswith("free fusion (bm25 + fts5 + dense) vs RRF k=60")
+    assert "this kind of advice was right on" in after[1] and "of 3 left-out" in after[1]
+    assert "decision rules graded on left-out collections" in out[summary:]
+    assert out[summary:].index("the recommendation") < out[summary:].index("stage times")
+    assert "…" not in out
+    report = (proj / "results" / "transfer" / "small" / "report.md").read_text()
+    assert report.splitlines()[2].startswith("## The recommendation (suite `small`")
