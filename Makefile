@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONUNBUFFERED := 1
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: demo test lab browser-test bench regress lint mutate constraints clean
+.PHONY: demo test lab notebooks browser-test bench regress lint mutate constraints clean
 
 $(VENV)/.base:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -61,6 +61,10 @@ test: $(VENV)/.compiled
 lab: $(VENV)/.notebooks
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+## notebooks: execute every notebook against the committed results; save it with its outputs
+notebooks: $(VENV)/.compiled
+	$(BIN)/python -m tests.nbrun --write
+
 ## bench: speed benchmarks (ratios against named baselines, same process)
 bench: $(VENV)/.compiled
 	$(BIN)/python benchmarks/bench_bm25.py
@@ -71,6 +75,7 @@ bench: $(VENV)/.compiled
 	$(BIN)/python benchmarks/bench_jieba.py
 	$(BIN)/python benchmarks/bench_dense.py
 	$(BIN)/python benchmarks/bench_topk.py
+	$(BIN)/python benchmarks/bench_fts5_long.py
 
 ## regress: metric-regression check against results/baselines.json
 regress: $(VENV)/.compiled
