@@ -159,10 +159,11 @@ class RetrieverScores:
     metrics: tuple = ()
     kind: str = "retrievers"
 
-    def table(self, cached: bool = True) -> pd.DataFrame:
-        """The rows as a DataFrame (``cached=False`` drops the cache column, for reports)."""
-        df = pd.DataFrame(list(self.rows))
-        return df if cached else df.drop(columns=["cached"], errors="ignore")
+    def table(self, cached: bool = True, timing: bool = True) -> pd.DataFrame:
+        """The rows as a DataFrame (``cached=False`` drops the cache column, for reports;
+        ``timing=False`` the retrieval time, for outputs that must read the same every run)."""
+        drop = ([] if cached else ["cached"]) + ([] if timing else ["retrieve_s"])
+        return pd.DataFrame(list(self.rows)).drop(columns=drop, errors="ignore")
 
     def to_json(self) -> list:
         return [dict(r) for r in self.rows]

@@ -75,3 +75,15 @@ def test_the_advice_round_trips_and_opens_the_report(saved, tmp_path):
 
 def test_no_advice_before_the_free_fusion_result(tmp_path):
     assert gather("s", tmp_path / "t", tmp_path / "a") is None
+
+
+def test_the_committed_suite_uses_its_lowest_regret_rule():
+    """The rule rrfbench uses (decisions.DEFAULT_DECISION) is the one with the lowest pooled
+    regret on the committed English suite, every decision of it graded on nine collections."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "results" / "transfer" / "en" / "advice.json"
+    adv = load_advice(path)
+    assert len(adv.collections) == 9 and adv.graded == 90 and len(adv.rows) == 10
+    assert adv.rule == DEFAULT_DECISION and adv.best_rule == DEFAULT_DECISION and adv.agrees
+    assert all(r["of"] == 9 for r in adv.rows)

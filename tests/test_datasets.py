@@ -82,3 +82,22 @@ def test_doc_texts_title_plus_text(tiny_beir):
     assert ds.doc_texts()[0] == "Apples red apples and green apples"
     assert ds.doc_texts()[3] == "nothing to see"
     assert json.loads((tiny_beir / "queries.jsonl").read_text().splitlines()[0])["_id"] == "q1"
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_every_studied_collection_matches_the_manifest(name):
+    """Each collection the manifest describes has those counts where it resolves; and every
+    collection the suites' catalog declares is described in the manifest."""
+    import tomllib
+
+    catalog = tomllib.loads((Path(__file__).resolve().parents[1] / "datasets" /
+                             "suites.toml").read_text())["collections"]
+    assert set(catalog) <= set(MANIFEST)
+    assert catalog[name]["language"] == MANIFEST[name]["language"]
+    if name not in dict(available_datasets()):
+        pytest.skip(f"{name} not on RRFBENCH_DATA")
+    m = MANIFEST[name]
+    want = {"docs": m["docs"], "queries": m["queries"]}
+    for s, v in m["splits"].items():
+        want[f"{s}_queries"], want[f"{s}_qrels"] = v["queries"], v["qrels"]
+    assert load_dataset(name).counts() == want

@@ -77,3 +77,25 @@ def test_runs_top_to_bottom_on_cuts(path, monkeypatch, cut_data, notebook_result
               if o.output_type == "error"]
     assert not errors
     assert os.environ["RRFBENCH_NB_DATASET"] == "cranfield"
+
+
+def test_a_changed_output_is_seen():
+    """The comparison reads what a reader sees: a changed number in a printed line or in a
+    table differs; stderr (progress, warnings) and image bytes do not count."""
+    import copy
+
+    nb = nbformat.read(NOTEBOOKS[0], as_version=4)
+    base = text_outputs(nb)
+    for kind in ("stream", "execute_result"):
+        other = copy.deepcopy(nb)
+        cell = next(c for c in other.cells if c.cell_type == "code"
+                    and any(o.output_type == kind for o in c.outputs))
+        out = next(o for o in cell.outputs if o.output_type == kind)
+        if kind == "stream":
+            out.text = out.text.replace("1400", "1401")
+        else:
+            out.data["text/plain"] = out.data["text/plain"].replace("0.", "9.", 1)
+        assert text_outputs(other) != base
+    quiet = copy.deepcopy(nb)
+    quiet.cells[2].outputs.append(nbformat.v4.new_output("stream", name="stderr", text="x"))
+    assert text_outputs(quiet) == base

@@ -1,6 +1,7 @@
 """report.md reads result objects and says what was measured, how, and what it means."""
 
 from rrfbench.report import presets_section, sweep_section, write_report
+from rrfbench.results import StudiedSystems
 from tests.test_exporters import NEXUS, SWEEP_BEST
 
 
@@ -13,7 +14,7 @@ def test_sweep_section_states_protocol_numbers_and_verdict():
 
 
 def test_presets_section_lists_fidelity():
-    text = presets_section("scifact", [NEXUS])
+    text = presets_section(StudiedSystems("scifact", (NEXUS,)))
     assert "| nexusai |" in text and "semanticWeight=1.5" in text
     assert "train -> test" in text
 

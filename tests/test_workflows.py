@@ -135,18 +135,34 @@ def test_result_tables_are_dataframes_shown_alike(mini_beir, tmp_path):
 
 
 @needs_cranfield
-def test_explain_of_a_weight_policy_shows_its_predicted_weights():
-    """The committed en policy regresses the weight vector (wridge): explain prints the raw
-    prediction, and each shown candidate's utility is its L1 nearness advantage over the
-    static default computed from that prediction; the chosen row is the one explain scores."""
+def test_explain_of_a_weight_policy_shows_its_predicted_weights(tmp_path):
+    """A policy that regresses the weight vector (wridge; here the committed en result with a
+    linear weight model put in): explain prints the raw prediction, and each shown candidate's
+    utility is its L1 nearness advantage over the static default computed from that prediction;
+    the chosen row is the one explain scores."""
+    import dataclasses
     import re
     from pathlib import Path
 
     import numpy as np
 
     from rrfbench.commands import explain_view
+    from rrfbench.results import save_result
 
-    path = Path(__file__).resolve().parents[1] / "results" / "adaptive" / "en" / "best.json"
+    committed = load_result(Path(__file__).resolve().parents[1] / "results" / "adaptive" / "en"
+                            / "best.json")
+    base = committed.policy_obj()
+    static = base.candidates[0]
+    points = [[0.0, 0.4, 0.6], [0.2, 0.2, 0.6], [0.0, 0.2, 0.8], [0.2, 0.4, 0.4]]
+    cands = [{**static, "weights": w, "label": f"{static['label']} w={w}"} for w in points]
+    nf = len(base.features)
+    coef = np.zeros((3, nf))
+    coef[:, 0] = [0.05, -0.05, 0.02]                         # the weights move with feature 0
+    model = {"type": "linear", "target": "weights", "mean": [0.0] * nf, "scale": [1.0] * nf,
+             "coef": coef.tolist(), "intercept": [0.1, 0.3, 0.6], "points": points}
+    pol = dataclasses.replace(base, kind="wridge", candidates=cands, model=model, tau=0.0)
+    path = tmp_path / "best.json"
+    save_result(dataclasses.replace(committed, policy=pol.to_json()), path)
     policy = load_result(path).policy_obj()
     assert policy.model["target"] == "weights"
     view = explain_view("cranfield", "1", str(path), top=3)   # a policy applies anywhere
