@@ -20,7 +20,7 @@ _EXPORTS = {
     "Dataset": ("datasets", "Dataset"), "load_dataset": ("datasets", "load_dataset"),
     "Run": ("runs", "Run"), "Qrels": ("runs", "Qrels"),
     "SweepResult": ("results", "SweepResult"), "PresetResult": ("results", "PresetResult"),
-    "AdaptiveResult": ("results", "AdaptiveResult"), "load_result": ("results", "load_result"),
+    "AdaptiveResult": ("suite_results", "AdaptiveResult"), "load_result": ("results", "load_result"),
     "Advice": ("advice", "Advice"), "load_advice": ("advice", "load_advice"),
     "InputError": ("errors", "InputError"), "RrfbenchError": ("errors", "RrfbenchError"),
     "CoverageWarning": ("errors", "CoverageWarning"),

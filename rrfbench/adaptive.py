@@ -48,13 +48,14 @@ from .policies import (
     weight_family,
 )
 from .qfeatures import corpus_stats, feature_names, query_features, select_features
-from .results import TESTS, AdaptiveResult
+from .result_values import TESTS
 from .runs import Run, content_digest, run_frame
 from .selection import fusion_distance, knob_distance, neighbourhoods, select
 from .stability import STABILITY_RESAMPLES, verdict_stability
 from .stats import bootstrap_ci, hierarchical_bootstrap, macro_randomisation_test, permutation_test
 from .store import provenance, results_dir, write_parquet
 from .suite_data import CollectionData, suite_matrices
+from .suite_results import AdaptiveResult
 from .tuning import preset_matrix, rrf60_config
 from .verdicts import VERDICTS, _stable_verdict, collection_outcomes, verdict_code
 

@@ -20,7 +20,8 @@ import pandas as pd
 
 from .decisions import RULE_TEXT, RULES, choose_rule, pool
 from .errors import InputError
-from .results import _ci, load_result
+from .result_values import _ci
+from .results import load_result
 from .runs import read_text
 
 ADVICE_SCHEMA = 1

@@ -13,10 +13,7 @@ from pathlib import Path
 
 from ._version import __version__
 from .errors import InputError
-from .results import (
-    load_result,
-    save_result,
-)
+from .results import load_result, save_result
 from .retrievers import retriever_name, run_path
 from .retrievers.base import run_content_digest
 

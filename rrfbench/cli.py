@@ -43,7 +43,8 @@ from .options import check_specs, parse_depths, parse_numbers
 from .policies import KINDS, N_CANDIDATES
 from .qfeatures import FEATURE_SETS
 from .report import cells
-from .results import WHICH, load_result
+from .result_values import WHICH
+from .results import load_result
 from .selection import DEFAULT_RULE, OBJECTIVES, RULES
 from .suite_workflows import adapt_suite
 from .workflows import DEFAULT_KS, DEFAULT_SPECS

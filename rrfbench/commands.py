@@ -33,12 +33,7 @@ from .fusion import METHODS, check_choices, rrf, score_fusion
 from .metrics import DEFAULT_METRICS, parse_metrics
 from .options import check_specs, check_suite_options, one_of, per_run, with_options
 from .presets import get_preset, read_prior
-from .results import (
-    PresetResult,
-    RetrieverScores,
-    load_result,
-    specs_of,
-)
+from .results import PresetResult, RetrieverScores, load_result, specs_of
 from .runs import Run
 from .selection import DEFAULT_RULE
 from .store import write_text

@@ -20,10 +20,7 @@ from .report import (
     retrievers_section,
     write_report,
 )
-from .results import (
-    RetrieverScores,
-    StudiedSystems,
-)
+from .results import RetrieverScores, StudiedSystems
 from .retrievers import make_retriever
 from .store import results_dir, write_json
 from .suite_workflows import (

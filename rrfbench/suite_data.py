@@ -14,7 +14,7 @@ import pandas as pd
 
 from .engine import FusionEngine, configs_from_table, run_sweep
 from .errors import InputError
-from .results import Protocol
+from .result_values import Protocol
 from .runs import Qrels, Run, run_frame
 from .tuning import best_index, rrf60_config, single_run_configs
 

@@ -41,11 +41,9 @@ from .report import (
     write_report,
     write_transfer_outputs,
 )
-from .results import (
-    decision_line,
-)
 from .selection import DEFAULT_RULE
 from .store import results_dir, write_json
+from .suite_results import decision_line
 from .suites import get_suite
 from .transfer import fusion_suite, preset_suite
 from .tuning import choose_protocol

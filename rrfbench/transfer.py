@@ -36,7 +36,7 @@ from .decisions import (
     refused,
 )
 from .errors import InputError, choice
-from .results import TESTS, TransferResult
+from .result_values import TESTS
 from .selection import (
     DEFAULT_RULE,
     OBJECTIVES,
@@ -52,6 +52,7 @@ from .stability import STABILITY_RESAMPLES, STABILITY_SEED, stability
 from .stats import bootstrap_ci, hierarchical_bootstrap, macro_randomisation_test, permutation_test
 from .store import provenance
 from .suite_data import CollectionData, collection_stats, suite_matrices
+from .suite_results import TransferResult
 from .tuning import best_index, preset_matrix, rrf60_config
 from .verdicts import ALPHA, VERDICTS, _sig, _stable_verdict, collection_outcomes, verdict_code
 

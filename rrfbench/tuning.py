@@ -33,7 +33,8 @@ from .engine import Config, JudgedLists, configs_from_table, family_labels, run_
 from .errors import InputError
 from .parallel import n_jobs, process_imap
 from .progress import progress as bar
-from .results import Comparison, Estimate, PresetResult, Protocol, SweepResult
+from .result_values import Comparison, Estimate, Protocol
+from .results import PresetResult, SweepResult
 from .stats import bootstrap_ci, paired_t, permutation_test
 from .store import provenance
 

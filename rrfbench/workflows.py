@@ -35,12 +35,7 @@ from .report import (
     write_report,
     write_sweep_outputs,
 )
-from .results import (
-    PresetResult,
-    RetrieverScores,
-    StudiedSystems,
-    SweepResult,
-)
+from .results import PresetResult, RetrieverScores, StudiedSystems, SweepResult
 from .retrievers import cached_run, make_retriever
 from .runs import Run
 from .store import results_dir

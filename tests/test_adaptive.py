@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from rrfbench.adaptive import adaptive_result
-from rrfbench.results import AdaptiveResult, load_result, save_result
+from rrfbench.results import load_result, save_result
 from rrfbench.suite_data import CollectionData
+from rrfbench.suite_results import AdaptiveResult
 from rrfbench.tuning import Protocol
 from tests.conftest import needs_cranfield
 

@@ -21,7 +21,7 @@ from rrfbench.decisions import (
     refused,
 )
 from rrfbench.errors import InputError
-from rrfbench.results import Protocol
+from rrfbench.result_values import Protocol
 from rrfbench.suite_data import CollectionData
 from rrfbench.transfer import nested_folds, transfer_result
 

@@ -16,7 +16,8 @@ from rrfbench._version import __version__
 from rrfbench.errors import InputError, ValidationWarning
 from rrfbench.exporters import constants, formats, render
 from rrfbench.presets import get_preset
-from rrfbench.results import Comparison, Estimate, PresetResult, Protocol, SweepResult
+from rrfbench.result_values import Comparison, Estimate, Protocol
+from rrfbench.results import PresetResult, SweepResult
 
 PROV = {"dataset": "scifact", "fingerprint": "abc123", "rrfbench": "0.2.0", "git_commit": "deadbeef"}
 PROTO = Protocol("holdout", "train", "test", 0, 0, "default")

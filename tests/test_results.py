@@ -6,16 +6,8 @@ import json
 import pytest
 
 from rrfbench.errors import InputError
-from rrfbench.results import (
-    SCHEMA_VERSION,
-    Comparison,
-    Estimate,
-    PresetResult,
-    Protocol,
-    SweepResult,
-    load_result,
-    save_result,
-)
+from rrfbench.result_values import SCHEMA_VERSION, Comparison, Estimate, Protocol
+from rrfbench.results import PresetResult, SweepResult, load_result, save_result
 
 
 def sweep_result():

@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 
 from rrfbench.errors import InputError
-from rrfbench.results import Protocol, TransferResult
+from rrfbench.result_values import Protocol
 from rrfbench.selection import neighbourhoods, objective_values, one_se_set, select
 from rrfbench.stability import NOISE_SHIFT, _draw, _replicate_outcomes, stability
 from rrfbench.suite_data import CollectionData
+from rrfbench.suite_results import TransferResult
 from rrfbench.transfer import transfer_result
 from rrfbench.verdicts import VERDICTS, collection_outcomes, verdict_code
 from tests.conftest import needs_cranfield

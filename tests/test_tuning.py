@@ -6,7 +6,7 @@ from sklearn.model_selection import KFold
 
 from rrfbench.engine import Config
 from rrfbench.errors import InputError
-from rrfbench.results import Protocol
+from rrfbench.result_values import Protocol
 from rrfbench.runs import Qrels, Run
 from rrfbench.tuning import best_index, choose_protocol, cross_validate, run_protocol
 from tests.conftest import needs_cranfield
