@@ -24,7 +24,7 @@ $(VENV)/.base:
 # --no-compile: pip would compile all ~18,000 .py files of the environment one by one (1.8 of a
 # fresh install's 3.7 minutes on 2 cores); .bytecode below compiles them on both cores.
 $(VENV)/.dense-dev: pyproject.toml constraints.txt $(VENV)/.base
-	$(PIP) --no-compile -e ".[dense,dev]"
+	$(PIP) --no-compile -e ".[dense,dev,engines]"
 	touch $@
 
 # An editable install compiles nothing. Byte-code (which Python reads even where

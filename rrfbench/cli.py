@@ -35,6 +35,8 @@ from .commands import (
 )
 from .datasets import search_path
 from .demo import demo as run_demo
+from .engine_table import engine_table
+from .engines import ENGINES, spaces_of
 from .exits import run_app
 from .explanations import compare
 from .exporters import formats
@@ -360,13 +362,37 @@ def tune(
 @app.command()
 def export(
     best_json: Path,
-    to: Annotated[str, typer.Option("--to", help=f"generic or a system's own: {_one_of(formats())}")],
+    to: Annotated[str, typer.Option("--to", "--format", help=f"generic, a studied system's or an engine's own: {_one_of(formats())}")],
     output: Annotated[Path, typer.Option("-o", "--output")] = None,
     which: Annotated[str, typer.Option(help=f"with a suite result: {_one_of(WHICH[::-1])} (recommended: what the verdict supports; config: selected)")] = "recommended",
 ):
     """Render tuned constants in a target system's configuration shape."""
     text = export_result(best_json, to, which, output)
     _say(f"wrote {output}") if output else sys.stdout.write(text)
+
+
+@app.command()
+def engines(
+    dataset: Annotated[str, typer.Argument(help="a dataset (or use --suite)")] = None,
+    suite: Annotated[str, typer.Option("--suite", help="tune across a suite's collections; validate leave-one-collection-out")] = None,
+    engine: Annotated[list[str], typer.Option("--engine", help=f"repeatable; {_one_of(ENGINES)} (default: all)")] = None,
+    metric: str = "nDCG@10",
+    progress: Progress = True,
+    allow_missing: AllowMissing = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print engines.json.")] = False,
+):
+    """The engine table: each search engine's fusion modes tuned within their own knobs, against
+    their defaults and the best free fusion of the same streams (results/<dataset>/engines.json,
+    or results/transfer/<suite>/)."""
+    for e in engine or []:
+        spaces_of(e)  # an unknown engine: one line listing the engines
+    t = engine_table(dataset, suite, engine, metric, progress=progress and not as_json,
+                     allow_missing=allow_missing, log=_quiet if as_json else _log)
+    if as_json:
+        return print(json.dumps(t.to_json()))
+    _show(f"{t.scope}: each engine's fusion, tuned within its knobs ({t.metric}, held out)",
+          t.table().drop(columns=["verified against"]))
+    _show("the best mode of each engine", t.best_modes())
 
 
 @app.command("explain")

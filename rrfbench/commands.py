@@ -32,7 +32,7 @@ from .exporters import render
 from .fusion import METHODS, check_choices, rrf, score_fusion
 from .metrics import DEFAULT_METRICS, parse_metrics
 from .options import check_specs, check_suite_options, one_of, per_run, with_options
-from .presets import get_preset, read_prior
+from .presets import read_prior
 from .results import PresetResult, RetrieverScores, load_result, specs_of
 from .runs import Run
 from .selection import DEFAULT_RULE
@@ -42,6 +42,7 @@ from .suite_workflows import (
     sweep_suite,
     tune_preset_suite,
 )
+from .systems import get_system
 from .workflows import (
     DEFAULT_KS,
     DEFAULT_SPECS,
@@ -251,7 +252,7 @@ def _apply_policy(ds, split, runs, policy, result, config_path, metrics, output)
 
 def preset_config(preset, path, which: str = "config") -> dict:
     """The knob values a saved result of ``preset`` holds (``which``: config or recommended)."""
-    p = get_preset(preset) if isinstance(preset, str) else preset
+    p = get_system(preset) if isinstance(preset, str) else preset
     r = load_result(path)
     owner = r.preset
     if owner != p.name:
@@ -266,7 +267,7 @@ def evaluate_preset(dataset, preset, split: str = "test", settings: Sequence[str
                     streams: str = "default") -> Scored:
     """A studied system as shipped (or with ``settings`` ``knob=value``, or the knob values of
     a saved result ``config``) on one split."""
-    p = get_preset(preset) if isinstance(preset, str) else preset
+    p = get_system(preset) if isinstance(preset, str) else preset
     params = p.defaults()
     if config is not None:
         params |= preset_config(p, config, which)
@@ -336,7 +337,7 @@ def _explained(dataset, qid, config, split, top, which, log):
     qrels = ds.qrels(split)
     details = None
     if r.preset:
-        p = get_preset(r.preset)
+        p = get_system(r.preset)
         params = r.config_for(which)
         table = explain_preset(p, preset_runs(p, ds, split), qid, params, qrels)
         label = f"{r.preset}: {params}"
@@ -471,7 +472,7 @@ def tune_any(dataset=None, preset=None, suite=None, metric: str = "nDCG@10",
     one_of(dataset, suite)
     if not preset:
         raise InputError("--preset: give the studied system to tune (rrfbench presets lists them)")
-    get_preset(preset)
+    get_system(preset)
     check_suite_options(suite, objective, rule, tune_split or eval_split or folds)
     if suite:
         return tune_preset_suite(suite, preset, metric, objective, rule, progress=progress,

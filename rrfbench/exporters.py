@@ -24,9 +24,12 @@ from pathlib import Path
 import tomli_w
 import yaml
 
+from .engines import SPACES
 from .errors import InputError, ValidationWarning
 from .literals import comment_block, js_value, num
-from .presets import export_formats
+from .results import load_result
+from .store import results_dir
+from .systems import export_formats, get_system, owners
 
 GENERIC = ("json", "toml", "yaml", "python", "js", "ts")
 
@@ -123,12 +126,10 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended") -> s
         warnings.warn(validation_line(result), ValidationWarning, stacklevel=2)
     owner_name = getattr(result, "preset", None)
     if fmt in systems:
-        owner = systems[fmt]
-        if owner_name != owner.name:
-            got = f"preset {owner_name!r}" if owner_name else "a free fusion result"
-            raise InputError(f"--to {fmt} needs a result of `rrfbench tune DATASET --preset "
-                             f"{owner.name}` (got {got}); a free fusion configuration may not "
-                             "be expressible in that system's knobs")
+        allowed = owners(fmt)
+        if owner_name not in allowed:
+            raise InputError(not_expressible(result, fmt, allowed))
+        owner = get_system(owner_name)
         return owner.exports[fmt](dict(owner.defaults() | result.config_for(which)), prov)
     c = {k: num(v) if not isinstance(v, dict) else {a: num(b) for a, b in v.items()}
          for k, v in constants(result, which).items()}
@@ -176,3 +177,36 @@ def render_policy(policy, fmt: str, prov: list[str]) -> str:
     body = code.replace(marker, f"const POLICY = {json.dumps(data)};", 1)
     top = "// @ts-nocheck\n" if fmt == "ts" else ""
     return top + comment_block("//", head) + body
+
+
+def not_expressible(result, fmt: str, allowed: set[str]) -> str:
+    """Why ``result`` cannot be exported as ``fmt``, naming what can: for an engine, its mode
+    tuned on the same data with what it scored there when rrfbench has tuned it (the nearest
+    configuration the engine can express), else the command that tunes it."""
+    owner_name = getattr(result, "preset", None)
+    got = f"preset {owner_name!r}" if owner_name else f"a free fusion result ({result.label})"
+    spaces = sorted(n for n in allowed if n in SPACES)
+    if not spaces:
+        return (f"--to {fmt} needs a result of `rrfbench tune DATASET --preset "
+                f"{sorted(allowed)[0]}` (got {got}); a free fusion configuration may not be "
+                "expressible in that system's knobs")
+    engine = SPACES[spaces[0]].engine
+    where = (results_dir() / "transfer" / result.suite / "engines" if hasattr(result, "suite")
+             else results_dir() / result.dataset / "engines")
+    found = []
+    for name in spaces:
+        path = where / name / "best.json"
+        if path.exists():
+            r = load_result(path)
+            value = r.summary["macro"]["loco"] if hasattr(r, "summary") else r.tuned.value
+            found.append((value, name, r, path))
+    text = (f"--format {fmt}: {got} is not expressible in {engine}'s fusion (it fuses one "
+            f"vector and one keyword list by {' or '.join(SPACES[n].mode for n in spaces)})")
+    if found:
+        value, name, r, path = max(found, key=lambda x: (x[0], x[1]))
+        return (text + f"; the nearest it can express: {name} "
+                f"{SPACES[name].knob_label(r.config_for('recommended'))}, which scores "
+                f"{r.metric} {value:.4f} on the same data ({path}); export that")
+    scope = f"--suite {result.suite}" if hasattr(result, "suite") else result.dataset
+    return text + (f"; tune within its knobs first: `rrfbench engines {scope} --engine "
+                   f"{engine}`, then export that result")

@@ -270,3 +270,29 @@ def headroom(result, path=None):
     ax.legend(fontsize=8, loc="best")
     ax.grid(alpha=0.3, axis="x")
     return _save(fig, path)
+
+
+def engine_table(table, path=None):
+    """Per engine mode: its default and its tuned score (held out), with the best free fusion
+    of the same streams as a line: what each engine's fusion costs."""
+    plt = _plt()
+    rows = list(table.rows)
+    y = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.8))
+    ax.scatter([r["default"] for r in rows], y, label="default", color="tab:gray", marker="s",
+               zorder=3)
+    ax.scatter([r["tuned"] for r in rows], y, label="tuned within its knobs (held out)",
+               color="tab:blue", marker="o", zorder=3)
+    for i, r in enumerate(rows):
+        ax.plot([r["default"], r["tuned"]], [i, i], color="0.8", zorder=1)
+    for k, (key, v) in enumerate(table.free.items()):
+        ax.axvline(v["value"], color=("tab:red", "tab:orange")[k % 2], linestyle="--",
+                   label=f"free fusion of {key}")
+    ax.set_yticks(y, [f"{r['engine']} {r['mode']}" + ("" if r["live"] else " *")
+                      for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{table.metric} (held out)")
+    ax.set_title(f"{table.scope}: each engine's fusion (* not run against a live engine)")
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3, axis="x")
+    return _save(fig, path)

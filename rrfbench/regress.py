@@ -55,13 +55,13 @@ from .datasets import load_dataset
 from .engine import Config
 from .errors import InputError, RrfbenchWarning
 from .evaluation import evaluate_per_query, warn_coverage
-from .presets import get_preset
 from .progress import progress as bar
 from .retrievers import make_retriever, run_path
 from .retrievers.base import expected_manifest, manifest_matches, read_manifest
 from .runs import read_text
 from .stats import permutation_test
 from .store import project_root, write_text
+from .systems import get_system
 from .workflows import retrieve
 
 STATUSES = ("OK", "OKISH", "NOISE", "IMPROVED", "SKIP", "FAIL")
@@ -210,7 +210,7 @@ def _specs(entry: dict) -> list[str]:
         return [entry["spec"]]
     if "preset" in entry:
 
-        return list(get_preset(entry["preset"]).streams.values())
+        return list(get_system(entry["preset"]).streams.values())
     return list(entry["runs"])
 
 
@@ -245,7 +245,7 @@ def compute_per_query(entry: dict, metrics: list[str], ds=None):
         fused = run(entry["spec"])
     elif "preset" in entry:
 
-        p = get_preset(entry["preset"])
+        p = get_system(entry["preset"])
         fused = p.run({role: run(spec) for role, spec in p.roles_available().items()},
                       entry.get("params"))
     else:

@@ -45,7 +45,7 @@ def cell(column: str, v, signed: bool = False) -> str:
     c = str(column)
     if c == "p" or c.startswith(("p ", "p(")):
         return pval(v)
-    if signed or c.startswith(("delta", "gain", "expected gain")) or c.endswith("vs default"):
+    if signed or c.startswith(("delta", "gain", "expected gain", "gap")) or c.endswith("vs default"):
         return f"{v:+.4f}"
     return f"{v:.4f}"
 
@@ -151,7 +151,7 @@ def write_report(out_dir: Path, sections: dict[str, str]) -> Path:
     parts = sorted(out_dir.glob("report.*.md"))
     # the answer first (a suite's recommendation), then free fusion, then the studied systems
     order = {"advice": -1, "retrievers": 0, "sweep": 1, "presets": 2, "transfer": 3,
-             "adaptive": 3}
+             "adaptive": 3, "engines": 10}
     parts.sort(key=lambda p: order.get(p.name.split(".")[1], 9))
     body = "\n".join(p.read_text() for p in parts)
     return write_text(out_dir / "report.md", f"# rrfbench report: {out_dir.name}\n\n{body}")

@@ -16,7 +16,7 @@ the engine's ``Config`` or a ``Policy`` only when asked (:meth:`SweepResult.conf
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import pandas as pd
@@ -75,6 +75,45 @@ class StudiedSystems:
 
     def by_name(self) -> dict:
         return {r.preset: r for r in self.results}
+
+
+@dataclass(frozen=True)
+class EngineTable:
+    """What each engine's fusion costs: per engine and fusion mode, its default's score, the
+    score tuned within its own knobs on held-out queries (a holdout or cross-validation on a
+    dataset; leave-one-collection-out on a suite), and the gap to the best free fusion of the
+    same two streams. The one engine table: :meth:`table`."""
+
+    scope: str                         # a dataset's name, or "suite <name>"
+    metric: str
+    rows: tuple
+    free: dict                         # "dense+bm25" -> {"label", "value", "source"}
+    kind: str = "engines"
+
+    def table(self) -> pd.DataFrame:
+        m = self.metric
+        return pd.DataFrame([{
+            "engine": r["engine"], "mode": r["mode"], f"default {m}": r["default"],
+            f"tuned {m} (held out)": r["tuned"], "gain vs default": r["gain"],
+            "p (vs default)": r["p_value"], "free fusion (same streams)": r["free"],
+            "gap to free fusion": r["gap"], "recommended": r["recommended"],
+            "verified against": r["version"],
+            "live round trip": "yes" if r["live"] else "no (not run against a live engine)"}
+            for r in self.rows])
+
+    def best_modes(self) -> pd.DataFrame:
+        """Per engine, its best mode (tuned, held out) and what it costs against free fusion."""
+        t = self.table()
+        m = f"tuned {self.metric} (held out)"
+        best = t.sort_values([m, "mode"], ascending=[False, True]).groupby("engine", sort=False)
+        return best.head(1).reset_index(drop=True)[["engine", "mode", m, "gap to free fusion"]]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> EngineTable:
+        return cls(**{**d, "rows": tuple(d["rows"])})
 
 
 @dataclass(frozen=True)

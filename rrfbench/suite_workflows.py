@@ -32,7 +32,6 @@ from .datasets import load_dataset
 from .errors import InputError, choice
 from .metrics import DEFAULT_METRICS, parse_metric
 from .options import check_specs
-from .presets import get_preset
 from .report import (
     adaptive_section,
     advice_section,
@@ -45,6 +44,7 @@ from .selection import DEFAULT_RULE
 from .store import results_dir, write_json
 from .suite_results import decision_line
 from .suites import get_suite
+from .systems import get_system
 from .transfer import fusion_suite, preset_suite
 from .tuning import choose_protocol
 from .workflows import (
@@ -52,6 +52,7 @@ from .workflows import (
     _preset_inputs,
     _quiet,
     chunk_map,
+    kind_dir,
     load_runs,
     preset_runs,
     retrieve_result,
@@ -190,16 +191,17 @@ def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: st
     """A studied system tuned within its own knobs across a suite, validated
     leave-one-collection-out against its shipped values (``results/transfer/<suite>/presets/
     <name>/``). Reused while every collection's runs, the grid and the code are unchanged."""
-    p = get_preset(preset) if isinstance(preset, str) else preset
+    p = get_system(preset) if isinstance(preset, str) else preset
     metric = str(parse_metric(metric))
     members = suite_members(suite, allow_missing=allow_missing)
-    out = transfer_dir(suite) / "presets" / p.name
+    folder = kind_dir(p.name)          # an engine mode's results live under engines/
+    out = transfer_dir(suite) / folder / p.name
 
     def save(result):
         plots = write_transfer_outputs(result, out)
-        # the suite's report gathers every preset's LOCO table after the free-fusion one
-        write_report(transfer_dir(suite), {f"preset-{p.name}": transfer_section(
-            result, {k: f"presets/{p.name}/{v}" for k, v in plots.items()})})
+        if folder == "presets":  # the suite's report gathers every studied system's LOCO table
+            write_report(transfer_dir(suite), {f"preset-{p.name}": transfer_section(
+                result, {k: f"presets/{p.name}/{v}" for k, v in plots.items()})})
 
     result, _ = reuse_or_compute(
         f"{p.name} on suite {suite}", out / "best.json",
@@ -208,7 +210,7 @@ def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: st
         lambda: preset_suite(suite, members, p, lambda ds, split: preset_runs(p, ds, split),
                              metric, progress=progress, objective=objective, rule=rule, log=log),
         save, reuse=reuse, write=write, log=log, prepare=lambda: _preset_suite_runs(p, members))
-    if write:
+    if write and folder == "presets":
         advise(suite, allow_missing, log)
     return SuiteOutcome(result, out if write else None)
 
@@ -263,7 +265,7 @@ def adapt_suite(suite: str = "en", specs: Sequence[str] = DEFAULT_SPECS, *, grid
         raise choice("--features", features, qfeatures.FEATURE_SETS)
     if not 2 <= n_candidates <= 8:
         raise InputError(f"--candidates: {n_candidates} must be between 2 and 8")
-    p = (get_preset(preset) if isinstance(preset, str) else preset) if preset else None
+    p = (get_system(preset) if isinstance(preset, str) else preset) if preset else None
     grid = grid if grid is not None else (None if p else sweep_grid(len(specs)))
     if p:
         static = tune_preset_suite(suite, p, metric, rule=rule, progress=progress,

@@ -24,12 +24,12 @@ from .cache import Inputs, _quiet, reuse_or_compute, run_inputs
 from .datasets import Dataset, load_dataset
 from .distributed import chunk_map as dask_chunk_map
 from .engine import FusionEngine, make_grid
+from .engines import SPACES as ENGINE_SPACES
 from .errors import InputError, choice
 from .evaluation import coverage, evaluate
 from .fusion import METHODS, MISSING, NORMALISATIONS
 from .metrics import DEFAULT_METRICS, parse_metric
 from .presets import base as preset_base
-from .presets import get_preset
 from .report import (
     presets_section,
     write_report,
@@ -39,6 +39,7 @@ from .results import PresetResult, RetrieverScores, StudiedSystems, SweepResult
 from .retrievers import cached_run, make_retriever
 from .runs import Run
 from .store import results_dir
+from .systems import get_system
 from .tuning import choose_protocol, tune_fusion, tune_preset
 
 DEFAULT_SPECS = ("bm25", "fts5", "dense")
@@ -213,7 +214,14 @@ def _preset_inputs(preset, members, metric: str, **parts) -> Inputs:
 
 
 def preset_result_path(dataset_name: str, preset_name: str) -> Path:
-    return results_dir() / dataset_name / "presets" / preset_name / "best.json"
+    """Where a studied system's tuning on a dataset is saved (an engine mode's: under
+    ``engines/`` instead of ``presets/``)."""
+    return results_dir() / dataset_name / kind_dir(preset_name) / preset_name / "best.json"
+
+
+def kind_dir(name: str) -> str:
+    """``engines`` for an engine mode's results, ``presets`` for a studied system's."""
+    return "engines" if name in ENGINE_SPACES else "presets"
 
 
 def tune_preset_on(dataset, preset, metric: str = "nDCG@10", tune_split: str | None = None,
@@ -227,7 +235,7 @@ def tune_preset_on(dataset, preset, metric: str = "nDCG@10", tune_split: str | N
     are unchanged (:func:`reuse_or_compute`).
     """
     ds = as_dataset(dataset)
-    p = get_preset(preset) if isinstance(preset, str) else preset
+    p = get_system(preset) if isinstance(preset, str) else preset
     metric = str(parse_metric(metric))
     protocol = protocol or choose_protocol(ds.splits, tune_split, eval_split, folds)
     runs = {s: preset_runs(p, ds, s) for s in dict.fromkeys((protocol.tune_split,
