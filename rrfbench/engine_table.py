@@ -77,13 +77,13 @@ def engine_table(dataset=None, suite: str | None = None, engines: Sequence[str] 
 def _free(ds, suite, specs, out: Path, metric, progress, allow_missing, log) -> dict:
     """The best free fusion of ``specs``: its held-out value, label and where it is saved."""
     where = out / "engines" / ("free-" + "-".join(specs))
+    source = f"results/{where.relative_to(results_dir()).as_posix()}/best.json"
     if suite:
         r = sweep_suite(suite, specs, metric=metric, out=where, progress=progress,
                         allow_missing=allow_missing, log=log).result
-        return {"label": r.label, "value": float(r.summary["macro"]["loco"]),
-                "source": str(where / "best.json")}
+        return {"label": r.label, "value": float(r.summary["macro"]["loco"]), "source": source}
     r = sweep_dataset(ds, specs, metric=metric, out=where, progress=progress, log=log).result
-    return {"label": r.label, "value": float(r.tuned.value), "source": str(where / "best.json")}
+    return {"label": r.label, "value": float(r.tuned.value), "source": source}
 
 
 def engines_section(t: EngineTable, plot: str | None) -> str:
