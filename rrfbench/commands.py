@@ -510,7 +510,7 @@ def export_result(best_json, to: str, which: str = "recommended", output=None) -
     render`); with ``output`` also written there."""
     if which not in WHICH_EXPORT:
         raise choice("--which", which, WHICH_EXPORT)
-    text = render(load_result(best_json), to, which=which)
+    text = render(load_result(best_json), to, which=which, path=best_json)
     if output:
         write_text(output, text)
     return text

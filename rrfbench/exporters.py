@@ -108,7 +108,8 @@ def constants(result, which: str = "recommended") -> dict:
     return out
 
 
-def render(result, fmt: str, warn: bool = True, which: str = "recommended") -> str:
+def render(result, fmt: str, warn: bool = True, which: str = "recommended",
+           path: str | Path | None = None) -> str:
     """The text of ``result`` in format ``fmt`` (see module docstring).
 
     For a suite result ``which`` picks the ``recommended`` configuration (the default when the
@@ -122,13 +123,12 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended") -> s
     policy = result.policy_for(which)
     if policy is not None:
         return render_policy(policy, fmt, prov)
+    owner_name = getattr(result, "preset", None)
+    if fmt in systems and owner_name not in owners(fmt):
+        raise InputError(not_expressible(result, fmt, owners(fmt), path))
     if warn and validation_line(result):
         warnings.warn(validation_line(result), ValidationWarning, stacklevel=2)
-    owner_name = getattr(result, "preset", None)
     if fmt in systems:
-        allowed = owners(fmt)
-        if owner_name not in allowed:
-            raise InputError(not_expressible(result, fmt, allowed))
         owner = get_system(owner_name)
         return owner.exports[fmt](dict(owner.defaults() | result.config_for(which)), prov)
     c = {k: num(v) if not isinstance(v, dict) else {a: num(b) for a, b in v.items()}
@@ -179,7 +179,7 @@ def render_policy(policy, fmt: str, prov: list[str]) -> str:
     return top + comment_block("//", head) + body
 
 
-def not_expressible(result, fmt: str, allowed: set[str]) -> str:
+def not_expressible(result, fmt: str, allowed: set[str], path=None) -> str:
     """Why ``result`` cannot be exported as ``fmt``, naming what can: for an engine, its mode
     tuned on the same data with what it scored there when rrfbench has tuned it (the nearest
     configuration the engine can express), else the command that tunes it."""
@@ -191,15 +191,18 @@ def not_expressible(result, fmt: str, allowed: set[str]) -> str:
                 f"{sorted(allowed)[0]}` (got {got}); a free fusion configuration may not be "
                 "expressible in that system's knobs")
     engine = SPACES[spaces[0]].engine
-    where = (results_dir() / "transfer" / result.suite / "engines" if hasattr(result, "suite")
-             else results_dir() / result.dataset / "engines")
+    # the engine's modes tuned on the same data: beside the result's file, else in results/
+    wheres = ([Path(path).parent / "engines"] if path is not None else []) + [
+        results_dir() / "transfer" / result.suite / "engines" if hasattr(result, "suite")
+        else results_dir() / result.dataset / "engines"]
     found = []
     for name in spaces:
-        path = where / name / "best.json"
-        if path.exists():
-            r = load_result(path)
-            value = r.summary["macro"]["loco"] if hasattr(r, "summary") else r.tuned.value
-            found.append((value, name, r, path))
+        best = next((w / name / "best.json" for w in wheres
+                     if (w / name / "best.json").exists()), None)
+        if best is not None:
+            r = load_result(best)
+            value = r.summary["macro"]["loco"] if r.kind == "transfer" else r.tuned.value
+            found.append((value, name, r, best))
     text = (f"--format {fmt}: {got} is not expressible in {engine}'s fusion (it fuses one "
             f"vector and one keyword list by {' or '.join(SPACES[n].mode for n in spaces)})")
     if found:

@@ -126,7 +126,9 @@ def test_system_format_refuses_other_configs():
         render(ZEUS, "titan")
     with pytest.raises(InputError, match="unknown export format"):
         render(SWEEP_BEST, "xml")
-    assert len(formats()) == 12
+    assert len(formats()) == 12 + 9   # generic, the studied systems', the engines'
+    assert {"qdrant", "qdrant-python", "elasticsearch", "opensearch", "milvus", "weaviate",
+            "lancedb", "vespa", "sqlite"} <= set(formats())
 
 
 def test_single_collection_result_warns_and_says_so_in_the_file():
