@@ -38,7 +38,15 @@ def _family(r) -> tuple[str, str]:
     return "fusion", f"free fusion ({' + '.join(r.runs)}) vs {r.default['label']}"
 
 
-def _row(r, path: Path) -> dict:
+def _relative(path: Path, root: Path) -> str:
+    """``results/...``: where a result is, the same on every clone."""
+    try:
+        return f"results/{path.relative_to(root).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
+def _row(r, path: Path, root: Path) -> dict:
     key, what = _family(r)
     dec = r.decision
     gain = dec["recommended_gain"]
@@ -51,7 +59,7 @@ def _row(r, path: Path) -> dict:
             "change_ci95": list(dec["change_gain"]["ci95"]),
             "right": tr["right"] if tr else None, "of": tr["of"] if tr else None,
             "significance_verdict": dec.get("significance_verdict", r.verdict),
-            "source": str(path)}
+            "source": _relative(path, root)}
 
 
 @dataclass(frozen=True)
@@ -166,6 +174,7 @@ def gather(suite: str, transfer_dir: Path, adaptive_dir: Path, notes: dict | Non
     if not main.exists():
         return None
     first = load_result(main)
+    root = transfer_dir.parent.parent          # results/transfer/<suite> -> results
     paths = [main, *sorted((transfer_dir / "presets").glob("*/best.json")),
              adaptive_dir / "best.json", *sorted((adaptive_dir / "presets").glob("*/best.json"))]
     rows, gradings, sources = [], {}, {}
@@ -178,9 +187,9 @@ def gather(suite: str, transfer_dir: Path, adaptive_dir: Path, notes: dict | Non
             continue
         if tuple(r.collections) != tuple(first.collections) or not r.decision:
             continue
-        row = _row(r, path)
+        row = _row(r, path, root)
         rows.append(row)
-        sources[row["family"]] = str(path)
+        sources[row["family"]] = row["source"]
         g = r.decision.get("grading") or {}
         if "rules" in g:
             gradings[row["family"]] = g
