@@ -6,7 +6,8 @@ A suite's results hold one decision each (:mod:`rrfbench.decisions`): free fusio
 (``results/adaptive/<suite>/...``). :class:`Advice` gathers them: per decision what to use, the
 expected gain on a new collection with its intervals and how often the rule's advice was right
 on collections it never saw; and the rules graded over every decision together (the pooled
-nested-LOCO table), which says whether the rule rrfbench uses is still the lowest-regret one.
+nested-LOCO table), which says whether the rule rrfbench uses is still the lowest-cost one
+(regret, a shipped loss counted twice: :func:`rrfbench.decisions.cost`).
 A plain value: :func:`gather` reads saved results, nothing here computes a result.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .decisions import RULE_TEXT, RULES, choose_rule, pool
+from .decisions import LOSS_AVERSION, RULE_TEXT, RULES, choice_by_loss_aversion, choose_rule, pool
 from .errors import InputError
 from .result_values import _ci
 from .results import load_result
@@ -73,17 +74,19 @@ class Advice:
     rule: str                          # the rule the results used
     rows: tuple                        # one per decision (see :func:`_row`)
     pooled: dict                       # rule -> figures over every graded decision
-    per_family: dict                   # family -> rule -> mean regret
-    best_rule: str                     # the lowest pooled regret (the simpler on a tie)
+    per_family: dict                   # family -> rule -> mean cost (decisions.cost)
+    best_rule: str                     # the lowest pooled cost (the simpler on a tie)
     graded: int                        # decisions graded (families x collections)
     left_out: tuple = ()               # declared collections not on the search path
+    by_loss_aversion: dict = field(default_factory=dict)   # weight -> the rule chosen there
+    loss_aversion: float = LOSS_AVERSION
     kind: str = "advice"
     schema_version: int = ADVICE_SCHEMA
     sources: dict = field(default_factory=dict)
 
     @property
     def agrees(self) -> bool:
-        """Whether the rule the results used is the lowest-regret one on this suite."""
+        """Whether the rule the results used is the lowest-cost one on this suite."""
         return self.best_rule == self.rule
 
     def table(self) -> pd.DataFrame:
@@ -99,18 +102,22 @@ class Advice:
             "significance verdict": r["significance_verdict"]} for r in self.rows])
 
     def rules_table(self) -> pd.DataFrame:
-        """Each rule over every graded decision: mean regret, how often its choice was the
-        better one, its worst regret, its worst and mean change against the default."""
+        """Each rule over every graded decision: mean cost (regret, shipped losses counted
+        1 + loss aversion times), mean regret, how often its choice was the better one, how
+        often it shipped a change that lost, its worst regret, its worst and mean change
+        against the default."""
         return pd.DataFrame([{
             "rule": rule + (" (used)" if rule == self.rule else "")
-            + (" (lowest regret)" if rule == self.best_rule else ""),
-            "mean regret": f["mean_regret"], "right": f"{f['right']} of {f['n']}",
+            + (" (lowest cost)" if rule == self.best_rule else ""),
+            "mean cost": f.get("mean_cost"), "mean regret": f["mean_regret"],
+            "right": f"{f['right']} of {f['n']}",
+            "shipped a loss": f.get("shipped_losses"),
             "worst regret": f["worst_regret"], "worst vs default": f["worst_vs_default"],
             "mean vs default": f["mean_vs_default"], "took the change": f["took_change"],
             "rule text": RULE_TEXT[rule]} for rule, f in self.pooled.items()])
 
     def families_table(self) -> pd.DataFrame:
-        """Mean regret of each rule on each decision's left-out collections."""
+        """Mean cost of each rule on each decision's left-out collections."""
         return pd.DataFrame([{"decision": fam, **{r: v.get(r) for r in RULES}}
                              for fam, v in self.per_family.items()])
 
@@ -119,22 +126,26 @@ class Advice:
         expected gain, and the track record."""
         lines = []
         for r in self.rows:
-            gain = (f"expected gain on a new collection {r['expected_gain']:+.4f} {self.metric} "
-                    f"(95% CI of the mean over collections {_ci(r['ci95'], '+')}, one new "
-                    f"collection {_ci(r['prediction95'], '+')})" if r["take_change"] else
-                    f"keep it: the change ({r['change']}) would give {r['change_gain']:+.4f} "
-                    f"(95% CI {_ci(r['change_ci95'], '+')})")
             record = (f"this kind of advice was right on {r['right']} of {r['of']} left-out "
                       "collections" if r["of"] else "not graded (too few collections)")
-            lines.append(f"{r['decision']}: use {r['use']}; {gain}; {record}.")
+            if r["take_change"]:
+                lines.append(f"{r['decision']}: use {r['use']}; expected gain on a new collection "
+                             f"{r['expected_gain']:+.4f} {self.metric} (95% CI of the mean over "
+                             f"collections {_ci(r['ci95'], '+')}, one new collection "
+                             f"{_ci(r['prediction95'], '+')}); {record}.")
+            else:
+                lines.append(f"{r['decision']}: keep {r['use']}; the change ({r['change']}) would "
+                             f"give {r['change_gain']:+.4f} (95% CI {_ci(r['change_ci95'], '+')}), "
+                             f"not enough for rule '{self.rule}'; {record}.")
         f = self.pooled.get(self.rule)
         if f:
             lines.append(f"Rule '{self.rule}' ({RULE_TEXT[self.rule]}): right on {f['right']} of "
                          f"{f['n']} decisions graded on collections they never saw (nested "
-                         f"leave-one-collection-out), mean regret {f['mean_regret']:.4f}, worst "
+                         f"leave-one-collection-out), shipped a change that lost on "
+                         f"{f.get('shipped_losses')}, mean regret {f['mean_regret']:.4f}, worst "
                          f"{f['worst_regret']:.4f}.")
         if self.pooled and not self.agrees:
-            lines.append(f"Note: on this suite the lowest-regret rule is '{self.best_rule}', not "
+            lines.append(f"Note: on this suite the lowest-cost rule is '{self.best_rule}', not "
                          f"'{self.rule}' (rrfbench.decisions.DEFAULT_DECISION).")
         if self.left_out:
             lines.append(f"Left out (not on the search path, --allow-missing): "
@@ -194,12 +205,14 @@ def gather(suite: str, transfer_dir: Path, adaptive_dir: Path, notes: dict | Non
         if "rules" in g:
             gradings[row["family"]] = g
     pooled = pool(gradings)
-    per_family = {fam: {rule: g["rules"][rule]["mean_regret"] for rule in g["rules"]}
+    per_family = {fam: {rule: pool({fam: g})[rule]["mean_cost"] for rule in g["rules"]}
                   for fam, g in gradings.items()}
-    best = choose_rule({f: g["rules"] for f, g in gradings.items()}) if gradings else ""
+    tables = {f: g["rules"] for f, g in gradings.items()}
+    best = choose_rule(tables) if gradings else ""
+    by_weight = choice_by_loss_aversion(tables) if gradings else {}
     return Advice(suite=suite, collections=tuple(first.collections),
                   notes={c: (notes or {}).get(c, "") for c in first.collections},
                   metric=first.metric, rule=first.decision.get("rule", ""), rows=tuple(rows),
                   pooled=pooled, per_family=per_family, best_rule=best,
                   graded=sum(len(g["folds"]) for g in gradings.values()),
-                  left_out=tuple(left_out), sources=sources)
+                  left_out=tuple(left_out), sources=sources, by_loss_aversion=by_weight)

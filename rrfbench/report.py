@@ -378,13 +378,20 @@ def advice_section(a) -> str:
                   f"the better of the default and the selection there. {a.graded} decisions "
                   f"({len(a.per_family)} decision{'s' if len(a.per_family) > 1 else ''} x "
                   f"{len(a.collections)} collections). Regret: "
-                  f"how much the better option beat the one the rule chose ({a.metric}). The "
-                  f"rule with the lowest mean regret is `{a.best_rule}`"
+                  f"how much the better option beat the one the rule chose ({a.metric}). Cost: "
+                  f"the regret, plus {a.loss_aversion:g} times what a change the rule took lost "
+                  f"against the default (a shipped loss counts {1 + a.loss_aversion:g} times a "
+                  f"declined gain: a regression in production is worse than a missed "
+                  f"improvement). The rule with the lowest mean cost is `{a.best_rule}`"
                   + (" (the one used)." if a.agrees else
                      f"; the results used `{a.rule}`.") + " Rules tied at four decimals go to "
                   "the simpler one (the order of the table).", "",
-                  md_table(a.rules_table().drop(columns=["rule text"])), "",
-                  "Mean regret per decision and rule:", "",
+                  md_table(a.rules_table().drop(columns=["rule text"])), ""]
+        if a.by_loss_aversion:
+            lines += ["The rule chosen at other weights of a shipped loss (0: plain regret): "
+                      + ", ".join(f"{w}: `{r}`" for w, r in a.by_loss_aversion.items()) + ".",
+                      ""]
+        lines += ["Mean cost per decision and rule:", "",
                   md_table(a.families_table()), "",
                   "Rules: " + "; ".join(f"`{r}`: {RULE_TEXT[r]}" for r in a.pooled) + ".", ""]
     notes = [f"- `{c}`: {n}" for c, n in a.notes.items() if n]

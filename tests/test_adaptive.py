@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from rrfbench.adaptive import adaptive_result
+from rrfbench.decisions import DEFAULT_DECISION
 from rrfbench.results import load_result, save_result
 from rrfbench.suite_data import CollectionData
 from rrfbench.suite_results import AdaptiveResult
@@ -93,9 +94,15 @@ def test_no_signal_means_no_evidence_and_the_static_default_stays():
     assert r.recommended["policy"] is False and r.policy_for("recommended") is None
     assert r.config_for("recommended") == r.recommended["config"]
     assert abs(r.summary["gain"]) < 0.01
-    # the rule rrfbench uses takes the policy, whatever the verdict; its record is graded
+    # the rule rrfbench uses (noninferiority) declines a change whose gain is not clear of
+    # the margin, here a policy without signal; `always` would take it. Both are graded.
     a = _adapt(colls, XT, XE, configs)
-    assert a.recommended["policy"] is True and a.decision["rule"] == "always"
+    assert a.decision["rule"] == DEFAULT_DECISION == "noninferiority"
+    assert a.recommended["policy"] is False and a.decision["take_change"] is False
+    assert a.decision["rules_answer"]["always"] is True
+    assert a.decision["change_gain"]["ci95"][0] < -0.005
+    taken = _adapt(colls, XT, XE, configs, decision="always")
+    assert taken.recommended["policy"] is True and taken.decision["rule"] == "always"
     assert a.decision["track_record"]["of"] == len(colls)
     assert set(a.decision["grading"]["rules"]) == set(a.decision["rules_answer"])
 

@@ -52,7 +52,9 @@ def test_gather_reads_every_decision_of_the_suite(saved):
     assert adv.best_rule in RULES and adv.agrees == (adv.best_rule == DEFAULT_DECISION)
     assert list(adv.table().columns[:3]) == ["decision", "use", "expected gain (nDCG@10)"]
     assert adv.table()["advice right on"].iloc[0] == f"{f['right']} of 5"
-    assert adv.headline()[0].startswith("free fusion (bm25 + dense) vs g0 (default): use ")
+    verb = "use" if f["take_change"] else "keep"
+    assert adv.headline()[0].startswith(f"free fusion (bm25 + dense) vs g0 (default): {verb} ")
+    assert ("not enough for rule" in adv.headline()[0]) == (not f["take_change"])
     assert adv.notes == {"c0": "made up", "c1": "", "c2": "", "c3": "", "c4": ""}
 
 
@@ -77,9 +79,11 @@ def test_no_advice_before_the_free_fusion_result(tmp_path):
     assert gather("s", tmp_path / "t", tmp_path / "a") is None
 
 
-def test_the_committed_suite_uses_its_lowest_regret_rule():
+def test_the_committed_suite_uses_its_lowest_cost_rule():
     """The rule rrfbench uses (decisions.DEFAULT_DECISION) is the one with the lowest pooled
-    regret on the committed English suite, every decision of it graded on nine collections."""
+    cost (regret, shipped losses counted twice) on the committed English suite, every decision
+    of it graded on nine collections; and no committed recommendation takes a change whose own
+    expected gain is negative."""
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "results" / "transfer" / "en" / "advice.json"
@@ -87,3 +91,5 @@ def test_the_committed_suite_uses_its_lowest_regret_rule():
     assert len(adv.collections) == 9 and adv.graded == 90 and len(adv.rows) == 10
     assert adv.rule == DEFAULT_DECISION and adv.best_rule == DEFAULT_DECISION and adv.agrees
     assert all(r["of"] == 9 for r in adv.rows)
+    assert all(r["change_gain"] > 0 for r in adv.rows if r["take_change"])
+    assert adv.by_loss_aversion["1"] == DEFAULT_DECISION

@@ -7,11 +7,14 @@ import pytest
 
 from rrfbench.decisions import (
     DEFAULT_DECISION,
+    LOSS_AVERSION,
     MARGIN,
     RULES,
     Evidence,
     Fold,
+    choice_by_loss_aversion,
     choose_rule,
+    cost,
     decide,
     decision_record,
     expected_gain,
@@ -108,13 +111,35 @@ def test_grade_hand_computed():
 
 def test_choose_rule_takes_the_lowest_regret_and_the_simpler_on_a_tie():
     def table(**regrets):
-        return {r: {"per_collection": {"x": {"regret": v}}} for r, v in regrets.items()}
+        return {r: {"per_collection": {"x": {"regret": v, "vs_default": 0.0}}}
+                for r, v in regrets.items()}
     assert choose_rule({"f": table(always=0.02, minimax=0.01, significance=0.03)}) == "minimax"
     assert choose_rule({"f": table(always=0.01000001, significance=0.01)}) == "always"
     assert choose_rule({"f": table(always=0.02, shrinkage=0.01),
                         "g": table(always=0.0, shrinkage=0.03)}) == "always"  # pooled
     with pytest.raises(InputError, match="no graded decisions"):
         choose_rule({})
+
+
+def test_a_shipped_loss_costs_twice_a_declined_gain():
+    """The cost counts what a taken change lost against the default 1 + LOSS_AVERSION times:
+    'always' ships a loss of .03 on b, 'mean' declines a gain of .04 on a; by plain regret
+    'always' is lower, by cost 'mean' is."""
+    def d(regret, vs):
+        return {"regret": regret, "vs_default": vs}
+    tables = {"f": {"always": {"per_collection": {"a": d(0.0, 0.04), "b": d(0.03, -0.03)}},
+                    "mean": {"per_collection": {"a": d(0.04, 0.0), "b": d(0.0, 0.0)}}}}
+    assert LOSS_AVERSION == 1.0
+    assert cost(d(0.03, -0.03)) == pytest.approx(0.06) and cost(d(0.04, 0.0)) == 0.04
+    assert choose_rule(tables, loss_aversion=0.0) == "always"
+    assert choose_rule(tables) == "mean"
+    assert choice_by_loss_aversion(tables, (0.0, 0.25, 0.5, 1.0)) == {
+        "0": "always", "0.25": "always", "0.5": "mean", "1": "mean"}   # break-even at 1/3
+    g = grade([fold("a", .6, .5, .02, .01), fold("b", .4, .45, .02, -.04),
+               fold("c", .3, .3, -.01, -.02)])
+    a = g["rules"]["always"]       # ships the loss of .05 on b
+    assert a["shipped_losses"] == 1 and a["mean_cost"] == pytest.approx(0.10 / 3)
+    assert a["per_collection"]["b"]["cost"] == pytest.approx(0.10)
 
 
 def test_pool_counts_every_familys_decisions():
