@@ -1,5 +1,5 @@
 """Round trips in real engines that run embedded here: SQLite (FTS5 + sqlite-vec, on apsw),
-Qdrant (qdrant-client's local mode) and LanceDB. Each indexes a cut of cranfield (400 documents)
+Qdrant (qdrant-client's local mode), LanceDB and Milvus Lite (pymilvus's local server). Each indexes a cut of cranfield (400 documents)
 with the engine's own keyword and vector search and its real embeddings; per query it fetches
 each stream's ranking from the engine, fuses them with rrfbench's model of the engine's fusion
 (the exported constants), runs the exported hybrid request in the engine, and asserts the two
@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from rrfbench.engines import lancedb as lance_space
+from rrfbench.engines import milvus as milvus_space
 from rrfbench.engines import qdrant as qdrant_space
 from rrfbench.engines import sqlite as sqlite_space
 from rrfbench.presets.base import Hit
@@ -238,3 +239,70 @@ def test_lancedb_hybrid_equals_rrfbench(lance, cut, mode):
             _agree(ours, [r["docid"] for r in theirs], (text, setting))
             checked += 1
     assert checked >= len(settings) * 20
+
+
+# --------------------------------------------------------------------------- Milvus (Lite)
+@pytest.fixture(scope="module")
+def milvus(cut, tmp_path_factory):
+    """Milvus Lite (pymilvus's local server, a Python re-implementation of Milvus): a dense
+    COSINE field (FLAT, exact) and Milvus's own BM25 function over the text."""
+    pytest.importorskip("milvus_lite")
+    pym = pytest.importorskip("pymilvus")
+    from pymilvus import DataType, Function, FunctionType
+
+    client = pym.MilvusClient(str(tmp_path_factory.mktemp("milvus") / "milvus.db"))
+    schema = client.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("text", DataType.VARCHAR, max_length=65535, enable_analyzer=True)
+    schema.add_field("dense", DataType.FLOAT_VECTOR, dim=int(cut["emb"].shape[1]))
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    schema.add_function(Function(name="bm25", function_type=FunctionType.BM25,
+                                 input_field_names=["text"], output_field_names=["sparse"]))
+    index = client.prepare_index_params()
+    index.add_index("dense", index_type="FLAT", metric_type="COSINE")
+    index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    client.create_collection("docs", schema=schema, index_params=index)
+    # primary keys in docid order: Milvus breaks exact ties by the smaller primary key,
+    # rrfbench's model by the smaller docid
+    pk = {d: i for i, d in enumerate(sorted(cut["docids"]))}
+    client.insert("docs", [{"id": pk[d], "text": t, "dense": e.tolist()} for d, t, e in
+                           zip(cut["docids"], cut["texts"], cut["emb"], strict=True)])
+    client.load_collection("docs")
+    yield client, sorted(cut["docids"])
+    client.close()
+
+
+@pytest.mark.parametrize("mode", ["rrf", "weighted"])
+def test_milvus_hybrid_search_equals_rrfbench(milvus, cut, mode):
+    """The exported ``hybrid_search`` call (RRFRanker / WeightedRanker with norm_score), run
+    as exported in Milvus Lite against rrfbench's model fed with the engine's own two searches: the same top
+    10, in order (exact ties by the smaller primary key), each fused score equal to float32
+    precision (Lite sums in float64). Milvus Lite's plain BM25 search reports the score
+    negated (a distance); the hybrid ranker uses it positive, as Milvus documents."""
+    space = milvus_space.RRF if mode == "rrf" else milvus_space.WEIGHTED
+    settings = ([{}, {"k": 10, "window": 20}, {"k": 1, "window": 50}] if mode == "rrf"
+                else [{}, {"vector_weight": 0.3, "keyword_weight": 0.7, "window": 20},
+                      {"vector_weight": 0.8, "keyword_weight": 0.2, "window": 50}])
+    milvus, ids = milvus
+    checked = 0
+    for text, qe in zip(cut["qtexts"], cut["qemb"], strict=True):
+        for setting in settings:
+            params = space.defaults() | setting
+            lim = int(params["window"])
+            dense_l = milvus.search("docs", [qe.tolist()], anns_field="dense", limit=lim,
+                                    search_params={"metric_type": "COSINE"})[0]
+            bm25_l = milvus.search("docs", [text], anns_field="sparse", limit=lim,
+                                   search_params={"metric_type": "BM25"})[0]
+            assert all(h["distance"] <= 0 for h in bm25_l)  # Lite: BM25 reported negated
+            lists = {"vector": [Hit(ids[h["id"]], h["distance"]) for h in dense_l],
+                     "keyword": [Hit(ids[h["id"]], -h["distance"]) for h in bm25_l]}
+            run = {"client": milvus, "COLLECTION": "docs", "dense_vector": qe.tolist(),
+                   "query_text": text}
+            exec(space.exports["milvus"](params, []), run)  # the exported call, as shipped
+            theirs = run["result"][0]
+            ours = space.fuse_query(lists, params, 10)
+            _agree(ours, [ids[h["id"]] for h in theirs], (text, setting))
+            assert [s for _, s in ours] == pytest.approx([h["distance"] for h in theirs],
+                                                         rel=2e-7, abs=0), (text, setting)
+            checked += 1
+    assert checked == len(settings) * N_QUERIES
