@@ -52,6 +52,7 @@ WEIGHT_KINDS = ("wridge", "wgbm")
 N_CANDIDATES = 3
 POOL_SHARE = 0.25       # candidates come from the best quarter of the grid (training macro)
 NEVER = 1e9             # tau that never leaves candidate 0
+UTILITY_QUANTUM = 1e6   # utilities are rounded to 1e-6 (see quantize)
 SEED = 0
 GBM = {"n_estimators": 100, "max_depth": 3, "learning_rate": 0.05, "subsample": 0.8,
        "min_samples_leaf": 20}
@@ -90,11 +91,11 @@ class Policy:
         else:
             raise InputError(f"policy model type {m['type']!r} is not linear, trees or constant")
         if m["target"] == "logits":
-            return raw - raw[:, :1]
+            return quantize(raw - raw[:, :1])
         if m["target"] == "weights":      # distance advantage of each family point over point 0
             dist = np.abs(raw[:, None, :] - np.asarray(m["points"], dtype=np.float64)[None]).sum(axis=2)
-            return dist[:, :1] - dist
-        return np.hstack([np.zeros((len(X), 1)), raw])
+            return quantize(dist[:, :1] - dist)
+        return quantize(np.hstack([np.zeros((len(X), 1)), raw]))
 
     def choose(self, X) -> np.ndarray:
         """Candidate index per query: the best utility if above ``tau``, else 0."""
@@ -119,6 +120,19 @@ class Policy:
         return (f"{self.kind} over {len(self.candidates)} candidates "
                 f"({'; '.join(c['label'] for c in self.candidates)}), tau={self.tau:.4g}, "
                 f"{len(self.features)} {self.feature_set} features")
+
+
+def quantize(U: np.ndarray) -> np.ndarray:
+    """Utilities rounded to 1e-6 (``rint(u * 1e6) / 1e6``, half to even; the portable Python
+    and JavaScript round the same way). A predicted weight vector sums to 1 only up to its last
+    bits, and on the simplex the L1 distances to two grid points are often exactly equal: the
+    argmax and the ``top > tau`` test then followed rounding noise, which BLAS kernels change.
+    With nine collections, the free-fusion adaptive suite chose another threshold on one
+    collection with OpenBLAS's Haswell kernels than with this CPU's (``benchmarks/
+    cpu_portability.py``). Rounded, an exact tie stays a tie (the lowest index wins) and a
+    plateau value is one number; a choice moves only where a utility lies within the noise
+    (~1e-10) of a rounding boundary and that matters, which is rare."""
+    return np.rint(np.asarray(U, dtype=np.float64) * UTILITY_QUANTUM) / UTILITY_QUANTUM
 
 
 def _rowdot(Z: np.ndarray, coef: np.ndarray) -> np.ndarray:

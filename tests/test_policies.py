@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rrfbench.errors import InputError
-from rrfbench.policies import NEVER, Policy, best_tau, candidates, fit_hedged, fit_model
+from rrfbench.policies import NEVER, Policy, best_tau, candidates, fit_hedged, fit_model, quantize
 
 
 def _queries(rng, n, signal=True):
@@ -49,7 +49,8 @@ def test_exported_trees_are_scikit_learns_trees():
     Z = (X - mean) / scale
     ref = GradientBoostingRegressor(random_state=SEED, **GBM).fit(Z, Y[:, 1] - Y[:, 0])
     pol = Policy("gbm", [], ["a", "b", "c"], [{}, {}], model)
-    np.testing.assert_allclose(pol.utilities(X)[:, 1], ref.predict(Z), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(pol.utilities(X)[:, 1], quantize(ref.predict(Z)), rtol=0,
+                               atol=1e-12)
     X[3, 2] = np.nan  # the fits skip scikit-learn's per-tree checks, so rrfbench checks once
     with pytest.raises(InputError, match="must be finite"):
         fit_model("gbm", X, Y)
@@ -198,3 +199,39 @@ print(h(wgbm["ensembles"]), *(h(p.utilities(Xt).tolist()) for p in pols),
 """
     out = at_every_blas_kernel(code)
     assert len(set(out.values())) == 1, out
+
+
+def _simplex_policy(w, tau=0.0):
+    """A ``weights`` policy whose prediction is ``w`` whatever the query (intercept only), over
+    the 3-weight grid of step 0.1 that sums to 1 (free fusion's convex family)."""
+    pts = [[a / 10, b / 10, (10 - a - b) / 10] for a in range(11) for b in range(11 - a)]
+    model = {"type": "linear", "target": "weights", "mean": [0.0], "scale": [1.0],
+             "coef": [[0.0]] * 3, "intercept": list(w), "points": pts}
+    return Policy("wridge", [], ["f"], [{}] * len(pts), model, tau=tau)
+
+
+def test_a_last_bit_does_not_move_a_weight_policys_choice():
+    """On the simplex, L1 distances from a predicted weight vector to two grid points are often
+    exactly equal, and the utilities sit on plateaus (0.6, 0.2, ...): unrounded, the argmax and
+    the ``> tau`` test followed the prediction's last bits, which BLAS kernels change (the
+    nine-collection adaptive suite chose another threshold with OpenBLAS's Haswell kernels).
+    Quantized utilities (rrfbench.policies.quantize) make the choice the same for predictions
+    1e-12 apart; the unrounded utilities disagree on the same inputs."""
+    rng = np.random.default_rng(7)
+    W = rng.dirichlet([1, 1, 1], size=400)
+    X = np.zeros((1, 1))
+    moved_raw = 0
+    for w in W:
+        nudged = w + 1e-12 * rng.choice([-1, 1], size=3)  # BLAS-sized noise
+        a, b = _simplex_policy(w), _simplex_policy(nudged)
+        ua, ub = a.utilities(X), b.utilities(X)
+        np.testing.assert_array_equal(ua, ub)
+        top = ua.max()
+        for tau in (top, np.nextafter(top, -1), 0.0):  # thresholds at a plateau value
+            a.tau = b.tau = tau
+            assert a.choose(X)[0] == b.choose(X)[0]
+        pts = np.asarray(a.model["points"])
+        raw_a, raw_b = ((d[0] - d).max() for d in (np.abs(v[None] - pts).sum(axis=1)
+                                                   for v in (w, nudged)))
+        moved_raw += int((raw_a > raw_a) != (raw_b > raw_a))  # tau at a's own top, unrounded
+    assert moved_raw > 0  # the noise the rounding absorbs is real on these inputs

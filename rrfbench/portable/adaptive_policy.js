@@ -238,16 +238,24 @@ function utilities(x, policy) {
       return e.init + e.rate * acc;
     });
   }
-  if (m.target === "logits") return raw.map((r) => r - raw[0]);  // differences to candidate 0
-  if (m.target === "weights") {  // predicted weight vector: how much nearer (L1) than point 0
+  let u;
+  if (m.target === "logits") u = raw.map((r) => r - raw[0]);  // differences to candidate 0
+  else if (m.target === "weights") {  // predicted weight vector: how much nearer (L1) than point 0
     const dist = m.points.map((pt) => {
       let acc = 0;
       for (let i = 0; i < pt.length; i++) acc += Math.abs(raw[i] - pt[i]);
       return acc;
     });
-    return dist.map((d) => dist[0] - d);
-  }
-  return [0.0].concat(raw);  // "gains": predicted gain of candidates 1.. over 0
+    u = dist.map((d) => dist[0] - d);
+  } else u = [0.0].concat(raw);  // "gains": predicted gain of candidates 1.. over 0
+  // rounded to 1e-6, half to even, as rrfbench.policies.quantize: ties stay ties
+  return u.map((v) => rint(v * 1e6) / 1e6);
+}
+
+/** Round to the nearest integer, halves to even (numpy's rint, Python's round). */
+function rint(v) {
+  const r = Math.round(v);  // halves up
+  return r - v === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
 
 /** Index of the candidate configuration to fuse this query with: the highest utility when it

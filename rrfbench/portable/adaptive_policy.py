@@ -149,11 +149,14 @@ def utilities(x, policy=None):
     else:
         raise ValueError(f"policy model type {m['type']!r} is not linear, trees or constant")
     if m["target"] == "logits":   # one logit per candidate: differences to candidate 0
-        return [r - raw[0] for r in raw]
-    if m["target"] == "weights":  # predicted weight vector: how much nearer (L1) than point 0
+        u = [r - raw[0] for r in raw]
+    elif m["target"] == "weights":  # predicted weight vector: how much nearer (L1) than point 0
         dist = [sum(abs(r - p) for r, p in zip(raw, pt, strict=True)) for pt in m["points"]]
-        return [dist[0] - d for d in dist]
-    return [0.0] + raw             # "gains": predicted gain of candidates 1.. over 0
+        u = [dist[0] - d for d in dist]
+    else:
+        u = [0.0] + raw            # "gains": predicted gain of candidates 1.. over 0
+    # rounded to 1e-6, half to even, as rrfbench.policies.quantize: ties stay ties
+    return [round(v * 1e6) / 1e6 for v in u]
 
 
 def choose(query_text, lists, policy=None):
