@@ -332,11 +332,12 @@ def preset(
     config: Annotated[Path, typer.Option("--config", help="apply tuned knob values from a best.json (rrfbench tune)")] = None,
     which: Which = "config",
     streams: Annotated[str, typer.Option(help="one of: default (two streams), full (every stream rrfbench models for the system)")] = "default",
+    output: Annotated[Path, typer.Option("-o", "--output", help="also write the system's fused run (TREC)")] = None,
     as_json: Json = False,
 ):
     """Evaluate a studied system as shipped (or with --set knob=value, or --config best.json)."""
     _scored(evaluate_preset(dataset, preset, split, param or [], config, which, limit, prior,
-                            streams), as_json)
+                            streams, output), as_json)
 
 
 @app.command()
@@ -380,6 +381,7 @@ def engines(
     progress: Progress = True,
     allow_missing: AllowMissing = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print engines.json.")] = False,
+    output: Annotated[Path, typer.Option("-o", "--output", help="a folder: also write each mode's fused run, at its defaults and tuned (TREC)")] = None,
 ):
     """The engine table: each search engine's fusion modes tuned within their own knobs, against
     their defaults and the best free fusion of the same streams (results/<dataset>/engines.json,
@@ -387,7 +389,8 @@ def engines(
     for e in engine or []:
         spaces_of(e)  # an unknown engine: one line listing the engines
     t = engine_table(dataset, suite, engine, metric, progress=progress and not as_json,
-                     allow_missing=allow_missing, log=_quiet if as_json else _log)
+                     allow_missing=allow_missing, log=_quiet if as_json else _log,
+                     runs_dir=output)
     if as_json:
         return print(json.dumps(t.to_json()))
     _show(f"{t.scope}: each engine's fusion, tuned within its knobs ({t.metric}, held out)",

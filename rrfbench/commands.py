@@ -22,6 +22,7 @@ from . import (
     policies,
     qfeatures,
 )
+from ._version import __version__
 from . import presets as preset_registry  # PRESETS read at call time: the registry can be swapped
 from .datasets import available_datasets, load_dataset
 from .distributed import client_for
@@ -34,7 +35,7 @@ from .metrics import DEFAULT_METRICS, parse_metrics
 from .options import check_specs, check_suite_options, one_of, per_run, with_options
 from .presets import read_prior
 from .results import PresetResult, RetrieverScores, load_result, specs_of
-from .runs import Run
+from .runs import Run, manifest_path, trec_tag
 from .selection import DEFAULT_RULE
 from .store import write_text
 from .suite_workflows import (
@@ -120,12 +121,13 @@ class Scored:
     notes: list = field(default_factory=list)   # lines printed under the table
     warnings: list = field(default_factory=list)
     as_json: Callable | None = field(default=None, repr=False)  # a JSON form of its own
+    written: str | None = None  # the line saying where the run was written (-o), if it was
 
     def table(self):
         return pd.DataFrame([{"metric": m, "value": v} for m, v in self.metrics.items()])
 
     def view(self) -> list:
-        return [(self.title, self.table()), *self.notes]
+        return [(self.title, self.table()), *self.notes, *([self.written] if self.written else [])]
 
     def coverage_line(self) -> str:
         c = self.coverage
@@ -143,9 +145,14 @@ def _scored(ds, split, scored_run, metrics, title, output=None, **extra) -> Scor
     qrels = ds.qrels(split)
     scores = evaluate(scored_run, qrels, metrics)
     cov = coverage(scored_run, qrels)
+    written = None
     if output:
-        scored_run.to_trec(output)
-    return Scored(ds.name, split, title, scores, cov, len(qrels.qids), scored_run, extra)
+        scored_run.to_trec(output, manifest={"dataset": ds.name, "split": split, "title": title,
+                                             "rrfbench": __version__, **extra})
+        written = (f"wrote {output} (TREC, tag {trec_tag(scored_run.name)}; the full name and "
+                   f"configuration in {manifest_path(output)})")
+    return Scored(ds.name, split, title, scores, cov, len(qrels.qids), scored_run, extra,
+                  written=written)
 
 
 def _metric_names(metrics) -> list[str]:
@@ -264,9 +271,10 @@ def preset_config(preset, path, which: str = "config") -> dict:
 
 def evaluate_preset(dataset, preset, split: str = "test", settings: Sequence[str] = (),
                     config=None, which: str = "config", limit: int = 0, prior=None,
-                    streams: str = "default") -> Scored:
+                    streams: str = "default", output=None) -> Scored:
     """A studied system as shipped (or with ``settings`` ``knob=value``, or the knob values of
-    a saved result ``config``) on one split."""
+    a saved result ``config``) on one split; with ``output``, its fused run is written there
+    (TREC, with a manifest naming the system, its knob values and streams)."""
     p = get_system(preset) if isinstance(preset, str) else preset
     params = p.defaults()
     if config is not None:
@@ -292,7 +300,10 @@ def evaluate_preset(dataset, preset, split: str = "test", settings: Sequence[str
         fused = p.run(runs, params, limit=limit or None, prior=pri, queries=queries)
     unavailable = sorted(set(p.streams) - set(runs))
     out = _scored(ds, split, fused, list(TABLE_METRICS), f"{p.system} on {ds.name}/{split}"
-                  + (" (per-query policy)" if policy is not None else ""))
+                  + (" (per-query policy)" if policy is not None else ""), output,
+                  preset=p.name, params=params,
+                  streams={r: run.name for r, run in runs.items()},
+                  **({"from": str(config)} if config is not None else {}))
 
     def as_json(o):
         return {"dataset": ds.name, "split": split, "preset": p.name,

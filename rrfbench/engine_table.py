@@ -21,7 +21,7 @@ from .report import md_table, write_report
 from .results import EngineTable
 from .store import results_dir, write_json
 from .suite_workflows import sweep_suite, transfer_dir, tune_preset_suite
-from .workflows import _quiet, as_dataset, sweep_dataset, tune_preset_on
+from .workflows import _quiet, as_dataset, preset_runs, sweep_dataset, tune_preset_on
 
 
 def _spaces(engines: Sequence[str] | None) -> list:
@@ -32,14 +32,21 @@ def _spaces(engines: Sequence[str] | None) -> list:
 
 def engine_table(dataset=None, suite: str | None = None, engines: Sequence[str] | None = None,
                  metric: str = "nDCG@10", progress: bool = True, allow_missing: bool = False,
-                 log: Callable[[str], None] = _quiet) -> EngineTable:
+                 log: Callable[[str], None] = _quiet, runs_dir: Path | None = None
+                 ) -> EngineTable:
     """Tune every engine mode (or those of ``engines``) on ``dataset`` or across ``suite``,
     with the free fusion of the same streams, and write ``engines.json``, ``engines.png`` and
-    the report's engine section (``results/<dataset>/`` or ``results/transfer/<suite>/``)."""
+    the report's engine section (``results/<dataset>/`` or ``results/transfer/<suite>/``).
+
+    ``runs_dir`` (a dataset only): also write each mode's fused run on the evaluation split,
+    at its defaults and tuned (:func:`write_mode_runs`)."""
     if (dataset is None) == (suite is None):
         raise InputError("give a DATASET or --suite NAME")
     if allow_missing and not suite:
         raise InputError("--allow-missing: use it with --suite")
+    if runs_dir is not None and suite:
+        raise InputError("-o/--output: the runs of one dataset's engine modes; use it with "
+                         "DATASET, not --suite")
     metric = str(parse_metric(metric))
     spaces = _spaces(engines)
     ds = as_dataset(dataset) if dataset is not None else None
@@ -63,6 +70,8 @@ def engine_table(dataset=None, suite: str | None = None, engines: Sequence[str] 
             r = tune_preset_on(ds, space, metric, progress=progress, log=log)
             default, tuned, p = r.shipped["metrics"][metric], r.tuned.value, r.vs_shipped.p_value
             rec = r.knobs_label()
+            if runs_dir is not None:
+                write_mode_runs(ds, space, r, Path(runs_dir), log)
         rows.append({"engine": space.engine, "mode": space.mode, "space": space.name,
                      "default": float(default), "tuned": float(tuned),
                      "gain": float(tuned - default), "p_value": float(p),
@@ -72,6 +81,33 @@ def engine_table(dataset=None, suite: str | None = None, engines: Sequence[str] 
     table = EngineTable(f"suite {suite}" if suite else ds.name, metric, tuple(rows), free)
     write_engine_outputs(table, out)
     return table
+
+
+def write_mode_runs(ds, space, result, out: Path, log: Callable[[str], None] = _quiet
+                    ) -> list[Path]:
+    """``<out>/<mode>.default.trec`` and ``<mode>.tuned.trec``: the engine mode's fused run on
+    the result's evaluation split at the engine's defaults and at the tuned knob values, each
+    with a manifest (engine, mode, version, knob values, streams). Under a holdout protocol
+    the tuned run scores what the table reports; under cross-validation the table's figure
+    comes from per-fold choices and this run applies the one configuration chosen on all."""
+    split = result.protocol.eval_split
+    runs = preset_runs(space, ds, split)
+    queries = dict(zip(ds.queries.qid, ds.queries.text, strict=True))
+    written = []
+    for which, params in (("default", space.defaults()),
+                          ("tuned", space.defaults() | result.config_for("config"))):
+        path = out / f"{space.name}.{which}.trec"
+        run = space.run(runs, params, queries=queries, name=f"{space.name} {which}")
+        run.to_trec(path, manifest={"dataset": ds.name, "split": split, "engine": space.engine,
+                                    "mode": space.mode, "verified_version": space.version,
+                                    "params": params,
+                                    "streams": {k: v.name for k, v in runs.items()}})
+        written.append(path)
+    cv = result.protocol.kind != "holdout"
+    log(f"{space.name}: wrote {written[0]} and {written[1]} ({split}"
+        + ("; tuned: the knob values chosen on all its queries, so its score there is in-sample:"
+           " the table's held-out figure is the cross-validated one)" if cv else ")"))
+    return written
 
 
 def _free(ds, suite, specs, out: Path, metric, progress, allow_missing, log) -> dict:

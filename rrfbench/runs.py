@@ -16,6 +16,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import warnings
 import zlib
 from collections.abc import Iterable, Mapping
@@ -26,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .errors import CoverageWarning, InputError
-from .store import write_parquet, write_text
+from .store import write_json, write_parquet, write_text
 
 RUN_COLUMNS = ["qid", "docid", "score", "rank"]
 QRELS_COLUMNS = ["qid", "docid", "relevance"]
@@ -173,6 +174,8 @@ def _parse_trec_fast(text: str) -> pd.DataFrame | None:
         return None
     if not isinstance(raw.index, pd.RangeIndex) or (raw[5] == "").any():
         return None
+    if not raw[3].str.isdigit().all():  # a rank that is not a whole number: name its line
+        return None
     score = raw[4].to_numpy(dtype=np.float64)
     if not np.isfinite(score).all() or raw.duplicated([0, 2]).any():
         return None
@@ -193,7 +196,9 @@ def _parse_trec_lines(text: str, path: Path) -> pd.DataFrame:
             raise InputError(
                 f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
                 path, lineno)
-        qid, _, docid, _, score_s, _ = parts
+        qid, _, docid, rank_s, score_s, _ = parts
+        if not rank_s.isdigit():
+            raise InputError(f"rank {rank_s!r} is not a whole number", path, lineno)
         try:
             score = float(score_s)
         except ValueError:
@@ -212,22 +217,47 @@ def _parse_trec_lines(text: str, path: Path) -> pd.DataFrame:
     return run_frame(qids, docids, scores)
 
 
+_WHITESPACE = re.compile(r"\s+")
+TREC_TAG_FALLBACK = "rrfbench"
+
+
+def trec_tag(name: str) -> str:
+    """The TREC run tag (the sixth field of every line) for a run named ``name``.
+
+    The one place a name becomes a tag, used by every writer (:meth:`Run.to_trec`): TREC's
+    lines are split on whitespace, so a tag may hold none. Each stretch of whitespace becomes
+    ``_`` (``adaptive(select: bm25+fts5+dense)`` -> ``adaptive(select:_bm25+fts5+dense)``); an
+    empty name gives ``rrfbench``. The full name, configuration and provenance stay in the
+    run's manifest (:func:`manifest_path`), never in the tag.
+    """
+    return _WHITESPACE.sub("_", str(name).strip()) or TREC_TAG_FALLBACK
+
+
+def _check_ids(values, what: str) -> None:
+    """A query or document id with whitespace (or none at all) cannot be written as TREC."""
+    for v in dict.fromkeys(values):
+        if not v or _WHITESPACE.search(v):
+            raise InputError(f"cannot write a TREC run: {what} {v!r} is empty or holds "
+                             "whitespace (TREC lines are split on whitespace)")
+
+
 def manifest_path(run_file: str | Path) -> Path:
     """The manifest beside a run file: ``x.trec.gz`` -> ``x.json``."""
     run_file = Path(run_file)
     return run_file.with_name(run_file.name.split(".")[0] + ".json")
 
 
-def _sidecar_meta(path: Path) -> dict:
-    m = manifest_path(path)
-    if not m.exists():
-        return {}
+def _json_or_empty(path: Path) -> dict:
+    """A JSON object file's content, or ``{}`` when it is not one."""
     try:
-        manifest = json.loads(m.read_text())
+        obj = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError, OSError):
         return {}
-    if not isinstance(manifest, dict):
-        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def _sidecar_meta(path: Path) -> dict:
+    manifest = _json_or_empty(manifest_path(path))
     return {k: manifest[k] for k in ("score_floor", "retriever", "params") if k in manifest}
 
 
@@ -422,15 +452,32 @@ class Run:
 
         return ranx.Run(self.to_dict(), name=self.name)
 
-    def to_trec(self, path: str | Path, tag: str | None = None) -> Path:
-        """Write the run as TREC 6-column text (``.gz`` compresses), atomically."""
-        tag = tag or self.name
-        lines = [
-            f"{q} Q0 {d} {r} {s!r} {tag}\n"
-            for q, d, r, s in zip(*_columns(self.df, "qid", "docid", "rank", "score"),
-                                  strict=True)
-        ]
+    def to_trec(self, path: str | Path, tag: str | None = None,
+                manifest: Mapping | None = None) -> Path:
+        """Write the run as TREC 6-column text (``.gz`` compresses), atomically.
+
+        Every line has exactly six whitespace-separated fields: the tag is
+        :func:`trec_tag` of ``tag`` or the run's name, and a query or document id holding
+        whitespace is refused (:class:`InputError`) before anything is written. With
+        ``manifest``, a JSON manifest is written beside the file (:func:`manifest_path`:
+        ``x.trec`` -> ``x.json``) holding the run's full name, its tag and ``manifest``'s
+        fields (configuration, provenance); an existing file there that is not an rrfbench
+        run manifest is never overwritten.
+        """
+        tag = trec_tag(tag or self.name)
+        qids, docids, ranks, scores = _columns(self.df, "qid", "docid", "rank", "score")
+        _check_ids(qids, "query id")
+        _check_ids(docids, "document id")
+        side = manifest_path(path) if manifest is not None else None
+        if side is not None and side.exists() and "rrfbench_run" not in _json_or_empty(side):
+            raise InputError(f"{side} exists and is not an rrfbench run manifest; not "
+                             "overwriting it (write the run under another name)")
+        lines = [f"{q} Q0 {d} {r} {s!r} {tag}\n"
+                 for q, d, r, s in zip(qids, docids, ranks, scores, strict=True)]
         write_text(path, "".join(lines))
+        if side is not None:
+            write_json(side, {"rrfbench_run": Path(path).name, "name": self.name, "tag": tag,
+                              **dict(manifest)})
         return Path(path)
 
     # -- views ------------------------------------------------------------------------------
