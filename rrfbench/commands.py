@@ -22,8 +22,8 @@ from . import (
     policies,
     qfeatures,
 )
-from ._version import __version__
 from . import presets as preset_registry  # PRESETS read at call time: the registry can be swapped
+from ._version import __version__
 from .datasets import available_datasets, load_dataset
 from .distributed import client_for
 from .errors import InputError, ValidationWarning, choice
