@@ -17,15 +17,15 @@ import platform
 
 from ._version import __version__
 
-# Dense encodings the same to the bit on every x86-64 CPU with AVX2 (AVX2-only and AVX-512,
-# Intel and AMD): torch's own kernels, oneDNN and MKL each capped at their AVX2 code, MKL in its
-# strict conditional-numerical-reproducibility mode (independent of the thread count). Each
-# library reads its variable once, when it initialises, so they are set here, before anything
-# of rrfbench can import torch; a value already in the environment is kept, and
-# rrfbench.retrievers.dense refuses to encode with the default backend when the libraries did
-# not take these values (measured and explained in that module's docstring).
+# The `torch` dense backend gives the same bits on every x86-64 CPU with AVX2 (AVX2-only and
+# AVX-512, Intel and AMD): torch's own kernels and oneDNN capped at AVX2, MKL on its
+# vendor-neutral branch (measured in rrfbench.retrievers.dense's docstring). Each library reads
+# its variable once, when it initialises, so they are set here, before anything of rrfbench can
+# import torch; a value already in the environment is kept, and the backend refuses to encode
+# when the libraries did not take these values. (They slow torch's matrix products ~3x: they
+# are a price the reproducible backend pays, and any other torch work in the same process too.)
 PORTABLE_MATH_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-                     "MKL_CBWR": "AVX2,STRICT"}
+                     "MKL_CBWR": "COMPATIBLE"}
 if platform.machine().lower() in ("x86_64", "amd64"):
     for _k, _v in PORTABLE_MATH_ENV.items():
         os.environ.setdefault(_k, _v)

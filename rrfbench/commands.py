@@ -34,6 +34,7 @@ from .fusion import METHODS, check_choices, rrf, score_fusion
 from .metrics import DEFAULT_METRICS, parse_metrics
 from .options import check_specs, check_suite_options, one_of, per_run, with_options
 from .presets import read_prior
+from .result_values import DISPLAY_DIGITS
 from .results import PresetResult, RetrieverScores, load_result, specs_of
 from .runs import Run, manifest_path, trec_tag
 from .selection import DEFAULT_RULE
@@ -386,14 +387,15 @@ def _policy_choice(ds, runs, policy, qid: str):
                              f"{policy.tau:.4g})"))
     feats = pd.DataFrame({"feature": X.columns, "value": X.iloc[0].to_numpy()})
     utils = pd.DataFrame({"candidate": range(len(u)), "configuration":
-                          [c["label"] for c in policy.candidates], "utility": u,
+                          [c["label"] for c in policy.candidates],
+                          "utility": np.round(u, DISPLAY_DIGITS),  # shown above its noise
                           "chosen": ["yes" if i == j else "" for i in range(len(u))]})
     if policy.model.get("target") == "weights":
         w = _predicted_weights(policy, X.to_numpy())[0]
         label += (f"; predicted weights {', '.join(f'{v:.3f}' for v in w)} (snapped to the "
                   f"nearest of {len(u)} weightings; utility = how much nearer, in L1, than to "
                   "candidate 0)")
-        keep = sorted({0, j, *np.argsort(-u, kind="stable")[:5].tolist()})
+        keep = sorted({0, j, *np.argsort(-np.round(u, DISPLAY_DIGITS), kind="stable")[:5].tolist()})
         utils = utils.iloc[keep].reset_index(drop=True)   # the default, the choice, the nearest
     return chosen, label, feats, utils
 

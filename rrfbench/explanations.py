@@ -20,6 +20,7 @@ from .engine import Config
 from .errors import InputError
 from .evaluation import evaluate_per_query
 from .fusion import normalise, score_floors
+from .result_values import ranked
 from .runs import Qrels, Run
 from .stats import bootstrap_ci, paired_t, permutation_test
 
@@ -147,7 +148,7 @@ class ComparisonReport:
     def movers(self, n: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The ``n`` queries that moved most up (a better) and most down."""
         t = self.table
-        return t.nlargest(n, "delta"), t.nsmallest(n, "delta")
+        return ranked(t, "delta", None).head(n), ranked(t, "delta", None, ascending=True).head(n)
 
     def overlap_line(self) -> str | None:
         """Said when the two sides did not hold the same queries."""

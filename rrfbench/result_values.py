@@ -100,6 +100,34 @@ def _flat(v) -> str | float:
     return v
 
 
+# Values a person reads are shown at 4 decimals, well above the noise of the numbers behind
+# them (a float32 encoding's last bits move a metric by ~1e-7); tables are ordered by what is
+# shown, never by the hidden digits (:func:`ranked`).
+DISPLAY_DIGITS = 4
+
+
+def ranked(df, by: str | None = None, label: str | None = "label", digits: int = DISPLAY_DIGITS,
+           ascending: bool = False):
+    """``df``'s rows ordered as a person reads them: by ``by`` rounded to ``digits`` (the
+    precision shown; best first unless ``ascending``), rows equal there by ``label`` ascending
+    (a column, or the index when ``label`` is None or not a column), then by position. Two
+    values equal up to float noise are shown equal and always in the same order, on every CPU.
+    A Series is ordered the same way (by its values, ties by its index)."""
+    import pandas as pd
+
+    if isinstance(df, pd.Series):
+        name = df.name if df.name is not None else "value"
+        return ranked(df.to_frame(name), name, None, digits, ascending)[name].rename(df.name)
+    key = df[by].round(digits)
+    tie = df[label] if label is not None and label in df.columns else df.index.to_series(
+        index=df.index)
+    order = pd.DataFrame({"v": key.to_numpy(), "t": tie.astype(str).to_numpy(),
+                          "i": range(len(df))})
+    order = order.sort_values(["v", "t", "i"], ascending=[ascending, True, True],
+                              kind="mergesort")
+    return df.iloc[order.i.to_numpy()]
+
+
 WHICH = ("config", "recommended")
 
 

@@ -33,6 +33,7 @@ from .result_values import (
     _config,
     check_which,
     plain,
+    ranked,
 )
 from .runs import read_text
 from .store import write_json
@@ -105,7 +106,7 @@ class EngineTable:
         """Per engine, its best mode (tuned, held out) and what it costs against free fusion."""
         t = self.table()
         m = f"tuned {self.metric} (held out)"
-        best = t.sort_values([m, "mode"], ascending=[False, True]).groupby("engine", sort=False)
+        best = ranked(t, m, "mode").groupby("engine", sort=False)
         return best.head(1).reset_index(drop=True)[["engine", "mode", m, "gap to free fusion"]]
 
     def to_json(self) -> dict:

@@ -18,6 +18,7 @@ from .result_values import (
     _flat,
     check_which,
     plain,
+    ranked,
 )
 
 
@@ -342,7 +343,8 @@ class AdaptiveResult:
         df = self.per_query_frame()
         if df.empty:
             return df
-        df = df.sort_values(["delta", "collection", "qid"], ascending=[False, True, True])
+        df = ranked(df.assign(_key=df.collection.astype(str) + "\x1f" + df.qid.astype(str)),
+                    "delta", "_key").drop(columns="_key")
         return pd.concat([df.head(n).assign(effect="helped"),
                           df[df.delta < 0].tail(n).iloc[::-1].assign(effect="hurt")],
                          ignore_index=True)

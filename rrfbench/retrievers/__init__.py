@@ -40,7 +40,7 @@ VARIANTS: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...]]] = {
     "bm25": ("en", ("en", "jieba"), ("k1", "b")),
     "fts5": ("or_tokens", ("or_tokens", "phrase", "and_tokens", "titan", "jieba", "trigram"),
              ("granularity", "span", "words", "overlap")),
-    "dense": ("torch", ("torch", "onnx", "onnx-int8", "onnx-int8-vnni", "ann"), ("model",)),
+    "dense": ("onnx", ("onnx", "torch", "onnx-int8", "onnx-int8-vnni", "ann"), ("model",)),
     "rank_bm25": ("regex", ("regex", "jieba"), ()),
     "entity": (None, (), ("min_len",)),
     "graph": (None, (), ("seed", "hops", "graph", "neighbours", "seed_limit", "direction")),

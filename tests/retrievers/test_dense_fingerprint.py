@@ -75,3 +75,54 @@ def test_fingerprint_comparison_catches_an_int8_sized_difference(fingerprint):
     other = copy.deepcopy(fingerprint)
     other["recipe"]["backend"] = "onnx-int8 (avx2)"
     assert compare_fingerprints(fingerprint, other)[0].startswith("recipe backend")
+
+
+def _encode_one(env: dict) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+
+    code = ("from rrfbench.retrievers.dense import DenseRetriever\n"
+            "e = DenseRetriever(backend='torch', show_progress=False).encode(['portable bits'], "
+            "'query')\n"
+            "import hashlib; print(hashlib.sha256(e.tobytes()).hexdigest())")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **env})
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="the caps are x86-64's")
+def test_the_torch_backend_refuses_an_uncapped_torch():
+    """The same bits on every CPU hold only while torch runs the capped kernels; a process
+    whose environment says otherwise (here: torch's own kernels at this CPU's best level, MKL
+    free to pick its branch) must not encode silently different numbers."""
+    from rrfbench import PORTABLE_MATH_ENV
+
+    capped = _encode_one(dict(PORTABLE_MATH_ENV))
+    assert capped.returncode == 0, capped.stderr[-2000:]
+    assert len(capped.stdout.strip()) == 64
+    for var, value in (("ATEN_CPU_CAPABILITY", "default"), ("MKL_CBWR", "AUTO")):
+        other = _encode_one({**PORTABLE_MATH_ENV, var: value})
+        assert other.returncode != 0
+        assert "its embeddings would differ from other CPUs'" in other.stderr, other.stderr[-2000:]
+
+
+# sha256 of the `torch` backend's float32 embeddings of _texts(scifact)[:8] + [95:105]
+# (queries and documents), made on a 2-core AMD EPYC with AVX-512 and the same under qemu's
+# AVX2-only Intel Haswell and AMD EPYC Rome/Milan (benchmarks/encoder_portability.py)
+TORCH_BITS = "17c85f965b481c2fe26651153bd1e66837639bb6b010c5788616425a81245999"
+
+
+@needs_scifact
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="the caps are x86-64's")
+def test_the_torch_backend_gives_the_committed_bits_on_this_cpu(scifact):
+    """Not close: equal. A CPU whose capped libraries compute otherwise fails here."""
+    import hashlib
+
+    from rrfbench.retrievers.dense import DenseRetriever
+
+    texts = _texts(scifact)
+    emb = DenseRetriever(backend="torch", show_progress=False).encode(
+        texts[:8] + texts[95:105], "document")
+    assert hashlib.sha256(emb.tobytes()).hexdigest() == TORCH_BITS, (
+        "THIS CPU'S CAPPED TORCH COMPUTES OTHER BITS: the torch backend is not portable here")
