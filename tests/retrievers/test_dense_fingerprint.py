@@ -77,7 +77,8 @@ def test_fingerprint_comparison_catches_an_int8_sized_difference(fingerprint):
     assert compare_fingerprints(fingerprint, other)[0].startswith("recipe backend")
 
 
-def _encode_one(env: dict) -> "subprocess.CompletedProcess":
+def _encode_one(env: dict):
+    """One query encoded by the torch backend in a fresh process with ``env`` added."""
     import subprocess
     import sys
 
