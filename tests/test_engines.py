@@ -15,7 +15,7 @@ import pytest
 from rrfbench.engines import ENGINES, SPACES, get_space, spaces_of
 from rrfbench.engines.base import f32
 from rrfbench.engines.elasticsearch import es_minmax
-from rrfbench.engines.opensearch import os_minmax
+from rrfbench.engines.opensearch import os_minmax, os_zscore
 from rrfbench.engines.qdrant import dbsf
 from rrfbench.errors import InputError
 from rrfbench.presets.base import Hit
@@ -78,7 +78,14 @@ def test_elasticsearch_rrf_and_linear():
     # ties go to the smaller id (rrfbench's docid rule)
     assert [d for d, _ in fuse("elasticsearch-rrf", vec=L(("y", 1.0)), key=L(("x", 1.0)))] == \
         ["x", "y"]
-    assert es_minmax([2.0, 2.0]) == [2.0, 2.0]                    # no spread: the minimum
+    # no spread or one hit: 1.0 (MinMaxScoreNormalizer since 8.18.3/9.0.3/9.1), the minimum
+    # before
+    assert es_minmax([2.0, 2.0]) == [1.0, 1.0] and es_minmax([5.0]) == [1.0]
+    assert es_minmax([2.0, 2.0 + 5e-7]) == [1.0, 1.0]            # within EPSILON 1e-6
+    assert es_minmax([2.0, 2.0], no_spread="minimum") == [2.0, 2.0]
+    one = dict(fuse("elasticsearch-linear", {"normalizer": "minmax", "vector_weight": 0.5,
+                                             "keyword_weight": 0.5}, key=L(("d", 7.0))))
+    assert one["d"] == f32(0.5 * 1.0)                             # a lone keyword hit: 1.0
     assert es_minmax([1.0, 3.0, 2.0]) == [0.0, 1.0, 0.5]
     lin = dict(fuse("elasticsearch-linear", {"normalizer": "minmax", "vector_weight": 0.3,
                                              "keyword_weight": 0.7}))
@@ -104,13 +111,30 @@ def test_opensearch_min_max_and_means():
     assert har["a"] == pytest.approx(1.0 / (0.5 / a_v + 0.5 / a_k), rel=1e-5)
 
 
+def test_opensearch_z_score_and_weighted_rrf():
+    """The knob gaps the source shows: z_score normalization (sample sd; a score equal to the
+    mean gives the raw maximum, no spread the raw minimum, <= 0 becomes 0.001) and RRF weights."""
+    assert os_zscore([3.0, 2.0, 1.0]) == [1.0, 3.0, 0.001]        # mean 2 -> max 3; sd 1
+    assert os_zscore([5.0, 5.0, 5.0]) == [5.0] * 3                # mean == each score -> max
+    assert os_zscore([7.0]) == [7.0]
+    z = dict(fuse("opensearch-normalization", {"normalization": "z_score",
+                                               "vector_weight": 0.5, "keyword_weight": 0.5}))
+    assert set(z) == {"a", "b", "c", "d"}
+    got = dict(fuse("opensearch-rrf", {"vector_weight": 0.3, "keyword_weight": 0.7}))
+    assert got["d"] == f32(f32(0.7 * f32(1.0 / 62)))
+    assert got["a"] == f32(f32(0.3 * f32(1.0 / 61)) + f32(0.7 * f32(1.0 / 63)))
+    space = SPACES["opensearch-rrf"]
+    assert not space.valid(space.defaults() | {"vector_weight": 0.5, "keyword_weight": 0.7})
+
+
 def test_milvus_weaviate_lancedb_vespa_sqlite_by_hand():
     m = dict(fuse("milvus-weighted", {"vector_weight": 0.4, "keyword_weight": 0.6}))
     assert m["d"] == pytest.approx(0.6 * 2 * math.atan(7.0) / math.pi, rel=1e-6)
     assert m["b"] == pytest.approx(0.4 * (1 + 0.8) / 2, rel=1e-6)
     assert dict(fuse("milvus-rrf"))["b"] == f32(1.0 / 62)
     w = dict(fuse("weaviate-ranked", {"alpha": 0.75}))
-    assert w["a"] == pytest.approx(0.75 / 60 + 0.25 / 62, rel=1e-6)   # 0-based positions
+    # FusionRanked: w / (i + 60 + 1), i 0-based; float64 terms into a float32 sum
+    assert w["a"] == f32(f32(0.75 / 61) + 0.25 / 63)
     r = dict(fuse("weaviate-relative", {"alpha": 0.5}, vec=L(("a", 1.0), ("b", 1.0))))
     assert r["b"] == pytest.approx(0.5 * 1.0, rel=1e-6)              # no spread: 1
     lr = dict(fuse("lancedb-rrf", {"K": 60}))
@@ -118,9 +142,65 @@ def test_milvus_weaviate_lancedb_vespa_sqlite_by_hand():
     ll = dict(fuse("lancedb-linear", {"weight": 0.7}))
     # distances 1 - cos: .1, .2, .5 -> 0, 1/4, 1; fts 12, 7, 3 -> 1, 4/9, 0; missing: 0
     assert ll["b"] == f32(0.7 * (1 - 0.25) + 0.3 * 0.0) and ll["d"] == f32(0.3 * (4 / 9))
-    assert dict(fuse("vespa-rrf"))["b"] == pytest.approx(1 / 62)
+    # Vespa: window c, d, a, b (first phase bm25 + closeness); b is 2nd by closeness, last
+    # by bm25 (0: no text match, still ranked)
+    assert dict(fuse("vespa-rrf"))["b"] == 1 / 62 + 1 / 64
     s = dict(fuse("sqlite-rrf", {"k": 60, "vector_weight": 2.0}))
     assert s["a"] == 2.0 / 61 + 1.0 / 63
+
+
+def test_weaviate_as_its_source_runs_it():
+    """Each leg fetches max(100, limit) candidates (explorer_hybrid.go; the old model cut both
+    lists to the limit, 10), one leg only at alpha 0 or 1, and FusionRanked's 1 / (i + 61)."""
+    vec = L(*[(f"v{i}", 1 - i / 100) for i in range(14)], ("x", 0.85), *[(f"w{i}", 0.8 - i / 100)
+                                                                        for i in range(50)])
+    key = L(*[(f"k{i}", 30 - i / 10) for i in range(14)], ("x", 28.0), *[(f"j{i}", 20 - i / 10)
+                                                                        for i in range(50)])
+    space = SPACES["weaviate-ranked"]
+    assert space.depth("vector", space.defaults(), 10) == 100
+    lists = space.query_lists({"vector": _run(vec), "keyword": _run(key)}, "q",
+                              space.defaults(), 10)
+    assert len(lists["vector"]) == len(lists["keyword"]) == 65     # all, not the top 10
+    top = fuse("weaviate-ranked", {"alpha": 0.5}, vec=lists["vector"], key=lists["keyword"])
+    assert top[0][0] == "x"       # 15th in both lists beats the first of one: 2/75 > 1/61
+    cut = fuse("weaviate-ranked", {"alpha": 0.5}, vec=lists["vector"][:10],
+               key=lists["keyword"][:10])
+    assert "x" not in dict(cut)   # the old window of 10 never saw it
+    for name in ("weaviate-ranked", "weaviate-relative"):
+        only_v = dict(fuse(name, {"alpha": 1.0}))
+        assert set(only_v) == {"a", "b", "c"}                       # BM25 never searched
+        only_k = dict(fuse(name, {"alpha": 0.0}))
+        assert set(only_k) == {"c", "d", "a"}
+    rel = dict(fuse("weaviate-relative", {"alpha": 0.5}))
+    # float32 min-max: vector .9 .8 .5 -> 1, .75, 0; keyword 12 7 3 -> 1, 4/9, 0
+    assert rel["c"] == f32(f32(0.5 * 0.0) + f32(0.5 * 1.0))
+    assert rel["d"] == f32(0.5 * f32(f32(7.0 - 3.0) / f32(12.0 - 3.0)))
+
+
+def test_vespa_as_its_source_runs_it():
+    """The global phase ranks every window hit on both features (the old model: each list's
+    top rerank-count, a missing document adding 0), normalize_linear gives 0.5 without spread
+    (the old: 0), closeness is angular (the old: the cosine)."""
+    from rrfbench.engines.vespa import closeness, normalize_linear
+
+    assert normalize_linear([3.0, 3.0]) == [0.5, 0.5]
+    assert normalize_linear([0.0, 3.0, 12.0]) == [0.0, 0.25, 1.0]
+    assert closeness(1.0) == 1.0 and closeness(0.0) == pytest.approx(1 / (1 + math.pi / 2))
+    lin = dict(fuse("vespa-linear", {"vector_weight": 0.5, "keyword_weight": 0.5}))
+    assert set(lin) == {"a", "b", "c", "d"}
+    cl = [closeness(x) for x in (0.9, 0.8, 0.5)]                 # a, b, c (d: the floor, .5)
+    nv = {d: 0.5 + (v - (cl[0] + cl[2]) / 2) / (cl[0] - cl[2])
+          for d, v in zip("abcd", [cl[0], cl[1], cl[2], cl[2]], strict=True)}
+    nk = {"c": 1.0, "d": 0.5 + (7 - 6) / 12, "a": 0.5 + (3 - 6) / 12, "b": 0.0}
+    for d in "abcd":
+        assert lin[d] == pytest.approx(0.5 * nv[d] + 0.5 * nk[d], abs=1e-12), d
+    # a window where the keyword feature has no spread: 0.5 each, not 0
+    flat = dict(fuse("vespa-linear", {"vector_weight": 0.0, "keyword_weight": 1.0},
+                     key=L(("a", 5.0), ("b", 5.0)), vec=L(("a", 0.9), ("b", 0.8))))
+    assert flat == {"a": 0.5, "b": 0.5}
+    # rerank-count cuts the window by first-phase score (bm25 + closeness): c, d
+    two = dict(fuse("vespa-rrf", {"rerank_count": 2}))
+    assert set(two) == {"c", "d"} and two["c"] == 1 / 61 + 1 / 61
 
 
 def test_windows_cut_each_list():

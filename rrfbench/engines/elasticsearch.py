@@ -7,9 +7,15 @@ reference: each inner retriever returns its top ``rank_window_size`` (default: t
 ``size``, 10); ``rrf`` adds ``weight / (rank_constant + rank)`` (rank 1-based, rank_constant
 60, weights 1 by default; per-retriever weights since 9.1) in float32; ``linear`` adds
 ``weight x normalizer(score)`` in float32 (``none``, ``minmax``: ``(s - min) / (max - min)``,
-all equal -> the minimum; ``l2_norm``: ``s / sqrt(sum s^2)``); a document missing from a
-retriever adds 0; ties go to the smaller Lucene doc id. A ``knn`` cosine score is
-``(1 + cos) / 2``.
+min and max within 1e-6 (one hit, or no spread) -> 1.0 each; ``l2_norm``: ``s / sqrt(sum
+s^2)``); a document missing from a retriever adds 0; ties go to the smaller Lucene doc id. A
+``knn`` cosine score is ``(1 + cos) / 2``.
+
+``minmax`` with no spread: 1.0 since PR #128689 (merged 2025-06-02; 8.18.3+, 9.0.3+, 9.1+), read
+in ``x-pack/plugin/rank-rrf/src/main/java/org/elasticsearch/xpack/rank/linear/
+MinMaxScoreNormalizer.java`` at elastic/elasticsearch@a7776012b20a (``minEqualsMax`` ->
+``score = 1.0f``; ``EPSILON = 1e-6f``). 8.18.0-8.18.2 and 9.0.0-9.0.2 gave the minimum instead;
+that older rule is :func:`es_minmax` with ``no_spread="minimum"`` (not a knob of the mode).
 """
 
 from __future__ import annotations
@@ -33,18 +39,20 @@ from .base import (
     score_contributions,
 )
 
-VERSION = "Elasticsearch 9.1 (retriever API; not run against a live engine)"
+VERSION = "Elasticsearch 9.1 (8.18.3+, 9.0.3+; retriever API; not run against a live engine)"
 NORMALIZERS = ("none", "minmax", "l2_norm")
 
 
-def es_minmax(scores: list[float]) -> list[float]:
-    """``MinMaxScoreNormalizer``: float32; min and max within 1e-6: the minimum each."""
+def es_minmax(scores: list[float], no_spread: str = "one") -> list[float]:
+    """``MinMaxScoreNormalizer``: float32; min and max within 1e-6: 1.0 each (``no_spread``
+    ``"one"``, 8.18.3+ / 9.0.3+ / 9.1+) or the minimum each (``"minimum"``: 8.18.0-8.18.2,
+    9.0.0-9.0.2)."""
     if not scores:
         return []
     s = [f32(x) for x in scores]
     lo, hi = min(s), max(s)
     if abs(lo - hi) < 1e-6:
-        return [lo] * len(s)
+        return [1.0 if no_spread == "one" else lo] * len(s)
     return [f32((x - lo) / (hi - lo)) for x in s]
 
 
@@ -122,7 +130,10 @@ LINEAR = ESLinear(
                        (Knob("normalizer", "none", grid=NORMALIZERS,
                              note="per retriever; rrfbench uses one for both"),)),
     fidelity=(Fidelity("weight x normalizer(score) summed in float32, missing adds 0", EXACT),
-              Fidelity("minmax: all equal -> the minimum; l2_norm: s / sqrt(sum s^2)", EXACT),
+              Fidelity("minmax: min and max within 1e-6 -> 1.0 (8.18.3+, 9.0.3+, 9.1+; the "
+                       "minimum before); l2_norm: s / sqrt(sum s^2)", EXACT,
+                       "elastic/elasticsearch@a7776012b20a x-pack/plugin/rank-rrf/src/main/java/"
+                       "org/elasticsearch/xpack/rank/linear/MinMaxScoreNormalizer.java"),
               Fidelity("knn cosine score (1 + cos) / 2", EXACT), TIES, *COMMON),
     default_limit=10, exports={"elasticsearch": _export}, extra_defaults={"mode": "linear"})
 SPACES = (RRF, LINEAR)

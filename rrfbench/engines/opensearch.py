@@ -9,6 +9,16 @@ and still counts), ``geometric_mean`` ``exp(sum w ln s / sum w)`` and ``harmonic
 ``sum w / sum w / s`` over the clauses a document has a positive score in; weights default to
 equal. RRF: ``1 / (rank_constant + rank)``, rank 1-based, rank_constant 60. Scores in float32;
 a ``knn`` cosinesimil score is ``(1 + cos) / 2`` (Lucene engine); ties: the smaller doc id.
+
+Read in the neural-search plugin's source (``opensearch-project/neural-search``):
+``z_score`` normalization (since 2025-03; ``src/main/java/org/opensearch/neuralsearch/processor/
+normalization/ZScoreNormalizationTechnique.java`` at 00be31218415): per clause the mean and the
+sample standard deviation of its scores (commons-math ``DescriptiveStatistics``, as float32);
+a score equal to the mean becomes the clause's raw maximum, a clause without spread gives its
+raw minimum, otherwise ``(s - mean) / sd``, and a result <= 0 becomes 0.001. RRF takes
+``parameters.weights`` (since 2025-05, 3.1+): ``sum w / (rank_constant + rank)``
+(``combination/RRFScoreCombinationTechnique.java``, cited in ``../shared/engines-source-check.md``
+at 936d3c4d7feb).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import math
 from ..literals import num
 from .base import (
     ASSUMED,
+    EXACT,
     EngineSpace,
     Fidelity,
     Knob,
@@ -32,7 +43,7 @@ from .base import (
 )
 
 VERSION = "OpenSearch 3.x (search pipelines; not run against a live engine)"
-NORMS = ("min_max", "l2")
+NORMS = ("min_max", "l2", "z_score")
 COMBOS = ("arithmetic_mean", "geometric_mean", "harmonic_mean")
 
 
@@ -51,10 +62,34 @@ def os_minmax(scores: list[float]) -> list[float]:
     return out
 
 
+def os_zscore(scores: list[float]) -> list[float]:
+    """``ZScoreNormalizationTechnique`` on one clause's scores (see the module docstring)."""
+    if not scores:
+        return []
+    s = [f32(x) for x in scores]
+    n = len(s)
+    mean64 = sum(s) / n
+    mean = f32(mean64)
+    sd = f32(math.sqrt(sum((x - mean64) ** 2 for x in s) / (n - 1))) if n > 1 else 0.0
+    hi, lo = max(s), min(s)
+    out = []
+    for x in s:
+        if x == mean:
+            out.append(hi)
+        elif sd == 0.0:
+            out.append(lo)
+        else:
+            z = f32(f32(x - mean) / sd)
+            out.append(0.001 if z <= 0.0 else z)
+    return out
+
+
 def _pipeline(params: dict) -> dict:
     if params.get("mode") == "rrf":
         return {"phase_results_processors": [{"score-ranker-processor": {"combination": {
-            "technique": "rrf", "rank_constant": int(params["rank_constant"])}}}]}
+            "technique": "rrf", "rank_constant": int(params["rank_constant"]),
+            "parameters": {"weights": [num(params["vector_weight"]),
+                                       num(params["keyword_weight"])]}}}}]}
     return {"phase_results_processors": [{"normalization-processor": {
         "normalization": {"technique": params["normalization"]},
         "combination": {"technique": params["combination"], "parameters": {
@@ -84,8 +119,8 @@ class OSNormalization(EngineSpace):
         return convex_valid(params)
 
     def contributions(self, lists, params, limit):
-        norm = os_minmax if params["normalization"] == "min_max" else \
-            (lambda s: [f32(x) for x in l2([f32(v) for v in s])])
+        norm = {"min_max": os_minmax, "z_score": os_zscore,
+                "l2": lambda s: [f32(x) for x in l2([f32(v) for v in s])]}[params["normalization"]]
         out: dict[str, dict[str, float]] = {}
         for role in self.order(params):
             hits = lists.get(role, [])
@@ -112,14 +147,25 @@ class OSRRF(EngineSpace):
     engine, mode, version, ties = "opensearch", "rrf", VERSION, "docid"
     round32 = sum32 = True
 
+    def valid(self, params):
+        return convex_valid(params)   # weights in [0, 1] summing to 1, as OpenSearch checks
+
     def contributions(self, lists, params, limit):
         k = int(params["rank_constant"])
-        return rrf_contributions(self, lists, params, lambda p, w, _: f32(1.0 / (k + p + 1)))
+        return rrf_contributions(self, lists, params,
+                                 lambda p, w, _: f32(w * f32(1.0 / (k + p + 1))))
 
 
 COMMON = fidelity_common(False)
 DOCS = Fidelity("the techniques' formulas and edge cases", ASSUMED,
-                "from OpenSearch's documentation and the neural-search techniques as documented")
+                "min_max, l2 and the means from OpenSearch's documentation (matching "
+                "opensearch-project/neural-search@936d3c4d7feb per ../shared/engines-source-check.md)")
+ZS = Fidelity("z_score: sample sd, mean -> raw max, no spread -> raw min, <= 0 -> 0.001", EXACT,
+              "opensearch-project/neural-search@00be31218415 src/main/java/org/opensearch/"
+              "neuralsearch/processor/normalization/ZScoreNormalizationTechnique.java")
+RRF_W = Fidelity("rrf: sum w / (rank_constant + rank), weights in [0, 1] summing to 1 (3.1+)",
+                 ASSUMED, "RRFScoreCombinationTechnique per ../shared/engines-source-check.md "
+                 "(neural-search@936d3c4d7feb); with equal weights the ranking of older versions")
 TIES = Fidelity("ties: the smaller doc id", ASSUMED, "rrfbench breaks them by docid")
 NORMALIZATION = OSNormalization(
     name="opensearch-normalization",
@@ -128,12 +174,13 @@ NORMALIZATION = OSNormalization(
     knobs=knobs_convex(10, 0.5, "window", (
         Knob("normalization", "min_max", grid=NORMS),
         Knob("combination", "arithmetic_mean", grid=COMBOS))),
-    fidelity=(DOCS, TIES, *COMMON), default_limit=10, exports={"opensearch": _export},
+    fidelity=(DOCS, ZS, TIES, *COMMON), default_limit=10, exports={"opensearch": _export},
     extra_defaults={"mode": "normalization"})
 RRF = OSRRF(
     name="opensearch-rrf", system=f"OpenSearch hybrid query + score-ranker-processor rrf ({VERSION})",
     streams={"vector": "dense", "keyword": "bm25"},
-    knobs=knobs_rrf("rank_constant", 60, 10, weights=False),
-    fidelity=(DOCS, TIES, *COMMON), default_limit=10, exports={"opensearch": _export},
+    knobs=(knobs_rrf("rank_constant", 60, 10, weights=False)[0],
+           *knobs_convex(10, 0.5, "window")),
+    fidelity=(DOCS, RRF_W, TIES, *COMMON), default_limit=10, exports={"opensearch": _export},
     extra_defaults={"mode": "rrf"})
 SPACES = (NORMALIZATION, RRF)
