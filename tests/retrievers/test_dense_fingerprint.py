@@ -108,8 +108,10 @@ def test_the_torch_backend_refuses_an_uncapped_torch():
 
 
 # sha256 of the `torch` backend's float32 embeddings of _texts(scifact)[:8] + [95:105]
-# (queries and documents), made on a 2-core AMD EPYC with AVX-512 and the same under qemu's
-# AVX2-only Intel Haswell and AMD EPYC Rome/Milan (benchmarks/encoder_portability.py)
+# (queries and documents), made on a 2-core AMD EPYC with AVX-512. The same caps gave the same
+# bits there and under qemu's AVX2-only Intel Haswell and AMD-vendor CPUs on 6 scifact
+# documents and on torch's primitives (EPYC Rome and Milan too):
+# benchmarks/encoder_portability.py
 TORCH_BITS = "17c85f965b481c2fe26651153bd1e66837639bb6b010c5788616425a81245999"
 
 
