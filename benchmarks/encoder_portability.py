@@ -1,7 +1,7 @@
 """Does the dense encoder give the same bits on other x86-64 CPUs? Run it here and under
 ``qemu-x86_64`` emulating CPUs without AVX-512 (an Intel Haswell, AMD EPYC Rome and Milan: each
 library then takes its AVX2 code, as on such a machine), with rrfbench's caps
-(:data:`rrfbench.PORTABLE_MATH_ENV`, the ``torch`` backend's) and without them, and compare
+(:data:`rrfbench._portable_math.PORTABLE_MATH_ENV`, the ``torch`` backend's) and without them, and compare
 digests.
 
 Two checks per CPU: torch's primitives as the encoder uses them (linear layers, GELU, layer
@@ -62,7 +62,7 @@ print(json.dumps(out))
 def run(cpu: str | None, capped: bool, n: int, corpus: Path) -> dict:
     import json
 
-    from rrfbench import PORTABLE_MATH_ENV
+    from rrfbench._portable_math import PORTABLE_MATH_ENV
 
     env = {k: v for k, v in os.environ.items() if k not in PORTABLE_MATH_ENV}
     env |= {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}

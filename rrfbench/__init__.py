@@ -12,24 +12,11 @@ order never changes what ``rrfbench.<name>`` is.
 from __future__ import annotations
 
 import importlib
-import os
-import platform
 
+from ._portable_math import cap_math_libraries
 from ._version import __version__
 
-# The `torch` dense backend gives the same bits on every x86-64 CPU with AVX2 (AVX2-only and
-# AVX-512, Intel and AMD): torch's own kernels and oneDNN capped at AVX2, MKL on its
-# vendor-neutral branch (measured in rrfbench.retrievers.dense's docstring). Each library reads
-# its variable once, when it initialises, so they are set here, before anything of rrfbench can
-# import torch; a value already in the environment is kept, and the backend refuses to encode
-# when the libraries did not take these values. (They slow torch's matrix products ~3x: they
-# are a price the reproducible backend pays, and any other torch work in the same process too.)
-PORTABLE_MATH_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-                     "MKL_CBWR": "COMPATIBLE"}
-if platform.machine().lower() in ("x86_64", "amd64"):
-    for _k, _v in PORTABLE_MATH_ENV.items():
-        os.environ.setdefault(_k, _v)
-    del _k, _v
+cap_math_libraries()  # before anything of rrfbench can import torch (rrfbench._portable_math)
 
 # public name -> (module, attribute)
 _EXPORTS = {

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+import pandas as pd
+
 from .errors import InputError
 
 SCHEMA_VERSION = 2
@@ -113,8 +115,6 @@ def ranked(df, by: str | None = None, label: str | None = "label", digits: int =
     (a column, or the index when ``label`` is None or not a column), then by position. Two
     values equal up to float noise are shown equal and always in the same order, on every CPU.
     A Series is ordered the same way (by its values, ties by its index)."""
-    import pandas as pd
-
     if isinstance(df, pd.Series):
         name = df.name if df.name is not None else "value"
         return ranked(df.to_frame(name), name, None, digits, ascending)[name].rename(df.name)

@@ -87,6 +87,29 @@ def text_outputs(nb) -> list[list[str]]:
     return out
 
 
+def without_machine_paths(nb, roots=None):
+    """``nb`` with the absolute paths of this checkout (and of the results copy and the home
+    folder) taken out of every text output, stderr's warnings included: a committed notebook
+    shows ``rrfbench/api.py:37: ValidationWarning``, not where it was executed."""
+    roots = roots or [str(ROOT) + os.sep, os.environ.get("RRFBENCH_RESULTS", "") + os.sep,
+                      str(Path.home()) + os.sep]
+    roots = sorted({r for r in roots if len(r) > 1}, key=len, reverse=True)
+
+    def scrub(text: str) -> str:
+        for r in roots:
+            text = text.replace(r, "")
+        return text
+
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if "text" in o:
+                o.text = scrub(o.text)
+            for key, value in o.get("data", {}).items():
+                if key.startswith("text/") and isinstance(value, str):
+                    o.data[key] = scrub(value)
+    return nb
+
+
 def images(nb) -> list[int]:
     """Per code cell, the number of non-empty PNG images it shows."""
     return [sum(1 for o in cell.outputs
@@ -108,7 +131,7 @@ def main(argv: list[str]) -> int:
             print(f"{path.name}: {sum(map(len, text_outputs(nb)))} lines of text, "
                   f"{sum(images(nb))} images", flush=True)
             if argv == ["--write"]:
-                nbformat.write(nb, path)
+                nbformat.write(without_machine_paths(nb), path)
     return 0
 
 

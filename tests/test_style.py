@@ -1,6 +1,7 @@
 """ruff keeps the code uniform (skipped where ruff is not installed)."""
 
 import ast
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -162,3 +163,33 @@ def test_function_level_imports_only_for_heavy_or_optional_libraries():
                 bad.append(f"{f.relative_to(ROOT)}:{line}: {target}")
     assert not bad, ("import these at the top of the module (function-level imports are only "
                      "for the libraries in LAZY_LIBRARIES):\n" + "\n".join(bad))
+
+
+# an absolute path of a machine: a home folder, or a folder above one of the project's parts
+MACHINE_PATH = re.compile(
+    r"""(^|[\s"'(=])/(root|home/[\w.-]+|Users/[\w.-]+)/"""
+    r"""|(^|[\s"'(=])/([\w.-]+/)+(rrfbench|results|notebooks|tests|benchmarks|site-packages)/""",
+    re.MULTILINE)
+
+
+def test_no_machine_paths_in_the_committed_tree():
+    """Notebook outputs, reports, golden files and docs name files relative to the project:
+    an absolute path says where one machine ran it, and reads wrong on every other."""
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    found = []
+    for name in files:
+        if not name.endswith((".ipynb", ".md", ".json", ".txt", ".csv", ".toml", ".yml",
+                              ".yaml", ".js", ".ts", ".py")):
+            continue
+        text = (ROOT / name).read_text(encoding="utf-8", errors="replace")
+        found += [f"{name}: {m.group(0).strip()}" for m in MACHINE_PATH.finditer(text)]
+    assert not found, found[:10]
+
+
+def test_the_machine_path_check_can_fail():
+    home, checkout = "/" + "root/", "/" + "work/main/rrfbench/"   # split: this file is checked too
+    assert MACHINE_PATH.search(f'"{checkout}api.py:37: ValidationWarning')
+    assert MACHINE_PATH.search(f"see {home}.cache/rrfbench")
+    assert not MACHINE_PATH.search("results/runs/scifact/test/bm25.trec.gz")
+    assert not MACHINE_PATH.search("http://127.0.0.1:{port}/lab/tree/notebooks/x.ipynb")

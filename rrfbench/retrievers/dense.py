@@ -12,7 +12,7 @@
   Runtime and uncapped torch alike; ONNX Runtime has no switch to pin its kernels). Measured
   between two fp32 backends on cranfield (an AVX2 machine's noise is of the same size): cosines
   differ by up to 6e-7, the top 10 never, the order at depth 1000 of 48 of 225 queries. torch
-  has a switch per library, :data:`rrfbench.PORTABLE_MATH_ENV`, set when rrfbench is imported
+  has a switch per library, :data:`rrfbench._portable_math.PORTABLE_MATH_ENV`, set when rrfbench is imported
   (before torch initialises): ``ATEN_CPU_CAPABILITY=avx2`` (torch's own kernels),
   ``ONEDNN_MAX_CPU_ISA=AVX2`` and ``MKL_CBWR=COMPATIBLE`` (MKL's matrix products on its
   vendor-neutral code). With them the ``torch`` backend's embeddings are the same to the bit on
@@ -47,6 +47,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import logging
@@ -60,6 +61,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._portable_math import PORTABLE_MATH_ENV
 from ..errors import MissingDependencyError, choice
 from ..parallel import shard_map
 from ..progress import progress
@@ -124,7 +126,7 @@ class USEMultilingual:
 
 def check_portable_torch() -> None:
     """Refuse to encode with the ``torch`` backend unless torch runs the capped kernels of
-    :data:`rrfbench.PORTABLE_MATH_ENV`: ATen dispatching at AVX2 and MKL on its AVX2 branch.
+    :data:`rrfbench._portable_math.PORTABLE_MATH_ENV`: ATen dispatching at AVX2 and MKL on its AVX2 branch.
 
     They are set when rrfbench is imported; a process whose torch initialised first (a
     notebook that imported torch before rrfbench), an environment that sets other values, or a
@@ -132,11 +134,7 @@ def check_portable_torch() -> None:
     would not get. Only x86-64 is checked (elsewhere no cap exists)."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return
-    import ctypes
-
     import torch
-
-    from .. import PORTABLE_MATH_ENV
 
     cap = torch.backends.cpu.get_cpu_capability()
     branch = None
