@@ -145,6 +145,35 @@ def datasets():
 
 
 @app.command()
+def ingest(
+    out: Annotated[Path, typer.Argument(help="the BEIR folder to write (new, empty, or one ingest wrote)")],
+    corpus: Annotated[Path, typer.Option("--corpus", help="documents: .jsonl, .csv, .tsv, .parquet, or a SQLite file with --table")],
+    queries: Annotated[Path, typer.Option("--queries", help="queries, in any of the same formats")] = None,
+    table: Annotated[str, typer.Option("--table", help="SQLite: the table or view of documents")] = None,
+    query_table: Annotated[str, typer.Option("--query-table", help="SQLite: the table or view of queries")] = None,
+    id_column: Annotated[str, typer.Option("--id-column")] = "_id",
+    text_column: Annotated[str, typer.Option("--text-column")] = "text",
+    title_column: Annotated[str, typer.Option("--title-column")] = "title",
+    query_id_column: Annotated[str, typer.Option("--query-id-column")] = "_id",
+    query_text_column: Annotated[str, typer.Option("--query-text-column")] = "text",
+    ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids", help="query ids are document ids (BEIR's ArguAna, Quora): a query's own document is no answer")] = False,
+):
+    """Bring a collection of your own, without judgments, into a BEIR folder with a manifest."""
+    from .ingest import MANIFEST, Columns
+    from .ingest import ingest as write_collection
+
+    where = write_collection(out, corpus, queries,
+                             corpus_columns=Columns(id_column, text_column, title_column),
+                             query_columns=Columns(query_id_column, query_text_column, None),
+                             table=table, query_table=query_table,
+                             ignore_identical_ids=ignore_identical_ids)
+    m = json.loads((where / MANIFEST).read_text())
+    nq = (m["queries"] or {}).get("queries", 0)
+    _say(f"wrote {where}: {m['corpus']['documents']} documents, {nq} queries, no judgments yet "
+         f"({MANIFEST} says where each came from)")
+
+
+@app.command()
 def retrieve(
     dataset: Annotated[str, typer.Argument(help="a dataset name or folder (or use --suite)")] = None,
     suite: Annotated[str, typer.Option("--suite", help="every collection of a suite (datasets/suites.toml)")] = None,
