@@ -322,9 +322,30 @@ def load_result(path: str | Path):
     return result_from_json(d, path)
 
 
+# provenance fields that say when and from which commit a result was written, not what it is
+_STAMPS = ("created", "git_commit")
+
+
+def _without_stamps(d: dict) -> dict:
+    prov = {k: v for k, v in (d.get("provenance") or {}).items() if k not in _STAMPS}
+    return {**d, "provenance": prov}
+
+
 def save_result(result, path: str | Path) -> Path:
-    """Write ``result.to_json()`` to ``path`` atomically."""
-    return write_json(path, result.to_json())
+    """Write ``result.to_json()`` to ``path`` atomically; a saved file that already holds the
+    same result (everything but its write time and commit) is left as it is, so recomputing an
+    unchanged result leaves a clean ``git status``."""
+    path = Path(path)
+    d = result.to_json()
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, ValueError):
+            old = None
+        if isinstance(old, dict) and json.loads(json.dumps(_without_stamps(d), default=str)) \
+                == _without_stamps(old):
+            return path
+    return write_json(path, d)
 
 
 def specs_of(result) -> list[str]:
