@@ -41,6 +41,8 @@ from .exits import run_app
 from .explanations import compare
 from .exporters import formats
 from .fusion import METHODS, MISSING, NORMALISATIONS, RANK_BASES
+from .ingest import MANIFEST, Columns
+from .ingest import ingest as write_collection
 from .options import check_specs, parse_depths, parse_numbers
 from .policies import KINDS, N_CANDIDATES
 from .qfeatures import FEATURE_SETS
@@ -159,9 +161,6 @@ def ingest(
     ignore_identical_ids: Annotated[bool, typer.Option("--ignore-identical-ids", help="query ids are document ids (BEIR's ArguAna, Quora): a query's own document is no answer")] = False,
 ):
     """Bring a collection of your own, without judgments, into a BEIR folder with a manifest."""
-    from .ingest import MANIFEST, Columns
-    from .ingest import ingest as write_collection
-
     where = write_collection(out, corpus, queries,
                              corpus_columns=Columns(id_column, text_column, title_column),
                              query_columns=Columns(query_id_column, query_text_column, None),

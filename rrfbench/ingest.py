@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from ._version import __version__
 from .errors import InputError
 from .runs import read_text
@@ -79,8 +81,6 @@ def _records(path: Path, fmt: str, table: str | None) -> Iterator[tuple[int, dic
                                  reader.line_num)
             yield reader.line_num, row
     elif fmt == "parquet":
-        import pyarrow.parquet as pq
-
         try:
             rows = pq.read_table(path).to_pylist()
         except Exception as exc:  # pyarrow raises its own types for a file that is not parquet
