@@ -47,7 +47,7 @@ for v in ops.values():
 out = {"primitives": h.hexdigest()[:16], "capability": torch.backends.cpu.get_cpu_capability()}
 n = int(sys.argv[1])
 if n:
-    from rrfbench.retrievers.dense import DenseRetriever, check_portable_torch
+    from rrfbench.retrievers.dense import DenseRetriever
     texts = [json.loads(l)["text"][:300] for l, _ in zip(open(sys.argv[2]), range(n))]
     r = DenseRetriever(backend="torch", show_progress=False)
     try:

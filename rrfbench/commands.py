@@ -36,7 +36,7 @@ from .options import check_specs, check_suite_options, one_of, per_run, with_opt
 from .presets import read_prior
 from .result_values import DISPLAY_DIGITS
 from .results import PresetResult, RetrieverScores, load_result, specs_of
-from .runs import Run, manifest_path, trec_tag
+from .runs import Run, manifest_path
 from .selection import DEFAULT_RULE
 from .store import write_text
 from .suite_workflows import (
@@ -45,6 +45,7 @@ from .suite_workflows import (
     tune_preset_suite,
 )
 from .systems import get_system
+from .trec import trec_tag
 from .workflows import (
     DEFAULT_KS,
     DEFAULT_SPECS,

@@ -11,12 +11,9 @@ A :class:`Qrels` is a table ``qid``, ``docid``, ``relevance`` (int, graded relev
 
 from __future__ import annotations
 
-import csv
 import gzip
 import hashlib
-import io
 import json
-import re
 import warnings
 import zlib
 from collections.abc import Iterable, Mapping
@@ -28,6 +25,7 @@ import pyarrow as pa
 
 from .errors import CoverageWarning, InputError
 from .store import write_json, write_parquet, write_text
+from .trec import check_ids, parse_trec_fast, parse_trec_lines, trec_tag
 
 RUN_COLUMNS = ["qid", "docid", "score", "rank"]
 QRELS_COLUMNS = ["qid", "docid", "relevance"]
@@ -159,88 +157,6 @@ def top_k(scores: np.ndarray, k: int, keys: np.ndarray, ordered: bool = True) ->
     return np.take_along_axis(part, order, 1).astype(np.int64, copy=False)
 
 
-def _parse_trec_fast(text: str) -> pd.DataFrame | None:
-    """Parse well-formed TREC text with pandas' C reader; ``None`` if any line looks wrong."""
-    if not text.strip():
-        return run_frame([], [], [])
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            raw = pd.read_csv(io.StringIO(text), sep=r"\s+", header=None, names=list(range(6)),
-                              dtype={0: object, 1: object, 2: object, 3: object, 4: np.float64,
-                                     5: object},
-                              na_filter=False, quoting=csv.QUOTE_NONE, engine="c")
-    except (pd.errors.ParserError, ValueError, TypeError, Warning):
-        return None
-    if not isinstance(raw.index, pd.RangeIndex) or (raw[5] == "").any():
-        return None
-    if not raw[3].str.isdigit().all():  # a rank that is not a whole number: name its line
-        return None
-    score = raw[4].to_numpy(dtype=np.float64)
-    if not np.isfinite(score).all() or raw.duplicated([0, 2]).any():
-        return None
-    return run_frame(raw[0].to_numpy(), raw[2].to_numpy(), score)
-
-
-def _parse_trec_lines(text: str, path: Path) -> pd.DataFrame:
-    """The strict line-by-line reader: raises on the first bad line (see ``Run.from_trec``)."""
-    qids: list[str] = []
-    docids: list[str] = []
-    scores: list[float] = []
-    seen: dict[tuple[str, str], int] = {}
-    for lineno, line in enumerate(text.split("\n"), 1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 6:
-            raise InputError(
-                f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
-                path, lineno)
-        qid, _, docid, rank_s, score_s, _ = parts
-        if not rank_s.isdigit():
-            raise InputError(f"rank {rank_s!r} is not a whole number", path, lineno)
-        try:
-            score = float(score_s)
-        except ValueError:
-            raise InputError(f"score {score_s!r} is not a number", path, lineno) from None
-        if not np.isfinite(score):
-            raise InputError(f"score {score_s!r} is not finite", path, lineno)
-        key = (qid, docid)
-        if key in seen:
-            raise InputError(
-                f"duplicate (qid, docid) ({qid}, {docid}); first seen on line {seen[key]}",
-                path, lineno)
-        seen[key] = lineno
-        qids.append(qid)
-        docids.append(docid)
-        scores.append(score)
-    return run_frame(qids, docids, scores)
-
-
-_WHITESPACE = re.compile(r"\s+")
-TREC_TAG_FALLBACK = "rrfbench"
-
-
-def trec_tag(name: str) -> str:
-    """The TREC run tag (the sixth field of every line) for a run named ``name``.
-
-    The one place a name becomes a tag, used by every writer (:meth:`Run.to_trec`): TREC's
-    lines are split on whitespace, so a tag may hold none. Each stretch of whitespace becomes
-    ``_`` (``adaptive(select: bm25+fts5+dense)`` -> ``adaptive(select:_bm25+fts5+dense)``); an
-    empty name gives ``rrfbench``. The full name, configuration and provenance stay in the
-    run's manifest (:func:`manifest_path`), never in the tag.
-    """
-    return _WHITESPACE.sub("_", str(name).strip()) or TREC_TAG_FALLBACK
-
-
-def _check_ids(values, what: str) -> None:
-    """A query or document id with whitespace (or none at all) cannot be written as TREC."""
-    for v in dict.fromkeys(values):
-        if not v or _WHITESPACE.search(v):
-            raise InputError(f"cannot write a TREC run: {what} {v!r} is empty or holds "
-                             "whitespace (TREC lines are split on whitespace)")
-
-
 def manifest_path(run_file: str | Path) -> Path:
     """The manifest beside a run file: ``x.trec.gz`` -> ``x.json``."""
     run_file = Path(run_file)
@@ -344,9 +260,10 @@ class Run:
         """
         path = Path(path)
         text = read_text(path)
-        df = _parse_trec_fast(text)
-        if df is None:  # something is off: the line-by-line reader names the line and problem
-            df = _parse_trec_lines(text, path)
+        cols = parse_trec_fast(text)
+        if cols is None:  # something is off: the line-by-line reader names the line and problem
+            cols = parse_trec_lines(text, path)
+        df = run_frame(*cols)
         if name is None:
             name = path.name.split(".")[0]
         if df.empty:
@@ -466,8 +383,8 @@ class Run:
         """
         tag = trec_tag(tag or self.name)
         qids, docids, ranks, scores = _columns(self.df, "qid", "docid", "rank", "score")
-        _check_ids(qids, "query id")
-        _check_ids(docids, "document id")
+        check_ids(qids, "query id")
+        check_ids(docids, "document id")
         side = manifest_path(path) if manifest is not None else None
         if side is not None and side.exists() and "rrfbench_run" not in _json_or_empty(side):
             raise InputError(f"{side} exists and is not an rrfbench run manifest; not "

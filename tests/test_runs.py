@@ -192,15 +192,17 @@ def test_empty_file_warns(tmp_path):
 def test_fast_and_strict_readers_agree(tmp_path):
     """Odd but valid text (tabs, runs of spaces, blank lines, ids like NA / null / 001) parses
     the same through pandas' C reader and the strict line reader."""
-    from rrfbench.runs import _parse_trec_fast, _parse_trec_lines
+    from rrfbench.runs import run_frame
+    from rrfbench.trec import parse_trec_fast, parse_trec_lines
 
     text = "001 Q0 NA 1 2.5 t\n\n001\tQ0\tnull 2 2.5 t\n002  Q0   \"x 1 -1e-3 t\n"
-    fast = _parse_trec_fast(text)
-    slow = _parse_trec_lines(text, tmp_path / "x")
-    assert fast is not None and fast.equals(slow)
-    assert fast.qid.tolist() == ["001", "001", "002"] and fast.docid.tolist() == ["NA", "null", '"x']
+    fast = parse_trec_fast(text)
+    slow = parse_trec_lines(text, tmp_path / "x")
+    assert fast is not None and run_frame(*fast).equals(run_frame(*slow))
+    f = run_frame(*fast)
+    assert f.qid.tolist() == ["001", "001", "002"] and f.docid.tolist() == ["NA", "null", '"x']
     for bad in ("a Q0 b 1 1.0\n", "a Q0 b 1 1.0 t extra\n", "a Q0 b 1 x t\n", "a Q0 b 1 1 t\na Q0 b 2 1 t\n"):
-        assert _parse_trec_fast(bad) is None
+        assert parse_trec_fast(bad) is None
 
 
 def test_manifest_beside_run_file_supplies_meta(tmp_path):

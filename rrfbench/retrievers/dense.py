@@ -7,23 +7,12 @@
   capped: the same to the bit on every x86-64 CPU with AVX2), ``onnx-int8`` (dynamic int8
   quantisation for AVX2 on x86-64, or for arm64) and ``onnx-int8-vnni`` (for AVX-512 VNNI).
 
-  The last bits. Every math library picks its kernels by the CPU, so fp32 embeddings of the
-  same text differ by ~2e-7 per component between an AVX2-only and an AVX-512 CPU (ONNX
-  Runtime and uncapped torch alike; ONNX Runtime has no switch to pin its kernels). Measured
-  between two fp32 backends on cranfield (an AVX2 machine's noise is of the same size): cosines
-  differ by up to 6e-7, the top 10 never, the order at depth 1000 of 48 of 225 queries. torch
-  has a switch per library, :data:`rrfbench._portable_math.PORTABLE_MATH_ENV`, set when rrfbench is imported
-  (before torch initialises): ``ATEN_CPU_CAPABILITY=avx2`` (torch's own kernels),
-  ``ONEDNN_MAX_CPU_ISA=AVX2`` and ``MKL_CBWR=COMPATIBLE`` (MKL's matrix products on its
-  vendor-neutral code). With them the ``torch`` backend's embeddings are the same to the bit on
-  a 2-core AMD EPYC with AVX-512 (1, 2, 8, 16 threads) and under ``qemu-x86_64`` emulating
-  AVX2-only CPUs: Intel Haswell, AMD EPYC Rome and Milan (``benchmarks/encoder_portability.py``).
-  ``MKL_CBWR=AVX2`` is not enough: MKL then runs attention's small products differently on the
-  emulated AMD CPUs than on Intel's (linear layers agreed). The cost: 4.9 documents/s against
-  ONNX Runtime's 17.1 and uncapped torch's 16.3 on that machine (``MKL_CBWR=AVX2``: 10.2), which
-  is why ``onnx`` stays the default for now: moving it means regenerating every committed
-  result once. :func:`check_portable_torch` refuses a ``torch`` process whose libraries did not
-  take the caps. int8 is not reproducible across CPUs either (different integer kernels on AVX2
+  The last bits: every math library picks its kernels by the CPU, so fp32 embeddings differ by
+  ~2e-7 between an AVX2-only and an AVX-512 CPU (ONNX Runtime has no switch to pin them). The
+  ``torch`` backend runs torch's libraries capped (:mod:`rrfbench._portable_math`: what, why,
+  what was measured; it refuses an uncapped process) and is the same to the bit on every x86-64
+  CPU with AVX2, at 4.9 documents/s against ONNX Runtime's 17.1 on a 2-core AMD EPYC: ``onnx``
+  stays the default until every committed result is regenerated with ``torch``. int8 is not reproducible across CPUs either (different integer kernels on AVX2
   and AVX-512 VNNI; scifact test nDCG@10 0.6464 vs 0.6452) and makes an embedding depend on the
   batch it was encoded with. ``tests/retrievers/test_dense_fingerprint.py`` recomputes a
   fingerprint of 200 fixed texts' embeddings and fails loudly on a CPU that disagrees. ONNX
@@ -47,7 +36,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import logging
@@ -61,7 +49,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._portable_math import PORTABLE_MATH_ENV
+from .._portable_math import check_portable_torch
 from ..errors import MissingDependencyError, choice
 from ..parallel import shard_map
 from ..progress import progress
@@ -73,9 +61,6 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 SHARD_SIZE = 4096
 DEFAULT_BACKEND = "onnx"
 BACKENDS = ("onnx", "torch", "onnx-int8", "onnx-int8-vnni")
-# what a capped torch reports: ATen's dispatch level and MKL's code branch
-# (mkl_serv_cbwr_get(1) answers 3 under MKL_CBWR=COMPATIBLE in torch 2.13's MKL)
-_PORTABLE_CAPABILITY, _MKL_CBWR_BRANCH, _MKL_CBWR_COMPATIBLE = "AVX2", 1, 3
 TORCH_BACKEND_LABEL = "torch fp32 (ATen avx2, oneDNN AVX2, MKL CBWR COMPATIBLE)"
 
 # Per-model prefixes, applied once (and only when the model defines no prompt of its own).
@@ -122,35 +107,6 @@ class USEMultilingual:
 
     def get_embedding_dimension(self) -> int:
         return 512
-
-
-def check_portable_torch() -> None:
-    """Refuse to encode with the ``torch`` backend unless torch runs the capped kernels of
-    :data:`rrfbench._portable_math.PORTABLE_MATH_ENV`: ATen dispatching at AVX2 and MKL on its AVX2 branch.
-
-    They are set when rrfbench is imported; a process whose torch initialised first (a
-    notebook that imported torch before rrfbench), an environment that sets other values, or a
-    CPU without AVX2 fails here with one line, instead of encoding numbers that another machine
-    would not get. Only x86-64 is checked (elsewhere no cap exists)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return
-    import torch
-
-    cap = torch.backends.cpu.get_cpu_capability()
-    branch = None
-    try:
-        lib = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
-        branch = int(lib.mkl_serv_cbwr_get(_MKL_CBWR_BRANCH))
-    except (OSError, AttributeError):  # a torch build without MKL: its BLAS is not capped
-        pass
-    if cap != _PORTABLE_CAPABILITY or branch != _MKL_CBWR_COMPATIBLE:
-        env = " ".join(f"{k}={v}" for k, v in PORTABLE_MATH_ENV.items())
-        got = " ".join(f"{k}={os.environ.get(k, '(unset)')}" for k in PORTABLE_MATH_ENV)
-        raise MissingDependencyError(
-            f"dense backend 'torch': torch runs {cap} kernels with MKL branch {branch}, not "
-            f"AVX2 and {_MKL_CBWR_COMPATIBLE} (environment: {got}), so its embeddings would differ from other "
-            f"CPUs' in the last bits; start the process with {env} (or import rrfbench before "
-            "torch), on a CPU with AVX2, or use backend 'onnx' (CPU-dependent)")
 
 
 def quantization_config(backend: str = DEFAULT_BACKEND) -> str:
