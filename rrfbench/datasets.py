@@ -46,10 +46,9 @@ def search_path() -> list[Path]:
     return folders
 
 
-def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
-    """JSON objects, one per line; errors name the file, the line and the problem."""
-    rows = []
-    seen: dict[str, int] = {}
+def jsonl_objects(path: Path):
+    """(line number, JSON object) of each non-blank line; a line that is not a JSON object
+    raises naming the file, the line and the problem."""
     for lineno, line in enumerate(read_text(path).split("\n"), 1):
         if not line.strip():
             continue
@@ -59,6 +58,14 @@ def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
             raise InputError(f"not valid JSON ({exc.msg})", path, lineno) from None
         if not isinstance(obj, dict):
             raise InputError("expected a JSON object", path, lineno)
+        yield lineno, obj
+
+
+def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
+    """JSON objects, one per line; errors name the file, the line and the problem."""
+    rows = []
+    seen: dict[str, int] = {}
+    for lineno, obj in jsonl_objects(path):
         for key in required:
             if key not in obj:
                 raise InputError(f"missing required field {key!r}", path, lineno)

@@ -29,6 +29,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from ._version import __version__
+from .datasets import jsonl_objects
 from .errors import InputError
 from .runs import read_text
 from .store import write_json, write_text
@@ -62,16 +63,7 @@ def source_format(path: Path, table: str | None = None) -> str:
 def _records(path: Path, fmt: str, table: str | None) -> Iterator[tuple[int, dict]]:
     """(line or row number, record) of every row of the source."""
     if fmt == "jsonl":
-        for lineno, line in enumerate(read_text(path).split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", path, lineno) from None
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", path, lineno)
-            yield lineno, obj
+        yield from jsonl_objects(path)
     elif fmt in ("csv", "tsv"):
         reader = csv.DictReader(io.StringIO(read_text(path)),
                                 delimiter="\t" if fmt == "tsv" else ",")
