@@ -17,6 +17,7 @@ import json
 
 from ..literals import comment_block, num
 from .base import (
+    ASSUMED,
     EXACT,
     EngineSpace,
     Fidelity,
@@ -112,6 +113,12 @@ class QdrantDBSF(EngineSpace):
 
 
 COMMON = fidelity_common(True)
+SERVER_TIES = Fidelity(
+    "ties on the Qdrant server: in no fixed order", ASSUMED,
+    "qdrant/qdrant@74f3e85b lib/segment/src/common/reciprocal_rank_fusion.rs sorts a hash map "
+    "with sort_unstable_by ('does not break ties'); rrfbench scores the local mode's order. At "
+    "the defaults on scifact test RRF's nDCG@10 ranges 0.6948-0.7254 over tie orders, DBSF's "
+    "not at all (benchmarks/qdrant_ties.py)")
 RRF = QdrantRRF(
     name="qdrant-rrf", system=f"Qdrant Query API, prefetch + RRF ({VERSION})",
     streams={"vector": "dense", "keyword": "bm25"},
@@ -120,8 +127,9 @@ RRF = QdrantRRF(
     fidelity=(Fidelity("RRF 1 / ((p + 1) / w + k - 1), p 0-based, default k 2", EXACT),
               Fidelity("weight divides the rank; weight 0 adds 0, the document still enters",
                        EXACT),
-              Fidelity("stable sort, prefetch order (dense, sparse) then position", EXACT,
-                       "the server sorts float32 scores: a tie in float32 may order otherwise"),
+              Fidelity("ties: stable sort, prefetch order (dense, sparse) then position", EXACT,
+                       "qdrant-client's local mode (hybrid/fusion.py), the one round-tripped"),
+              SERVER_TIES,
               Fidelity("prefetch limit 10 by default, final limit 10", EXACT), *COMMON),
     default_limit=10, exports=EXPORTS, extra_defaults={"mode": "rrf"})
 DBSF = QdrantDBSF(
@@ -130,6 +138,7 @@ DBSF = QdrantDBSF(
     knobs=(Knob("prefetch_limit", 10, 1, 10000, (10, 20, 50, 100), integer=True),),
     fidelity=(Fidelity("DBSF: each list scaled by mean +- 3 sample sd (n - 1), one result or "
                        "no spread -> 0.5, summed", EXACT),
-              Fidelity("stable sort, prefetch order then position", EXACT), *COMMON),
+              Fidelity("ties: stable sort, prefetch order then position", EXACT,
+                       "qdrant-client's local mode"), SERVER_TIES, *COMMON),
     default_limit=10, exports=EXPORTS, extra_defaults={"mode": "dbsf"})
 SPACES = (RRF, DBSF)
