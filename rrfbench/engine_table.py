@@ -10,6 +10,7 @@ and every saved result (a warm table is only reads).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -79,8 +80,21 @@ def engine_table(dataset=None, suite: str | None = None, engines: Sequence[str] 
                      "recommended": rec, "version": space.version, "live": space.live,
                      "streams": key})
     table = EngineTable(f"suite {suite}" if suite else ds.name, metric, tuple(rows), free)
-    write_engine_outputs(table, out)
+    write_engine_outputs(_merged(table, out / "engines.json"), out)
     return table
+
+
+def _merged(table: EngineTable, saved: Path) -> EngineTable:
+    """``table`` written into the saved one: a run over some engines (``--engine``) replaces
+    their modes' rows and keeps every other engine's, so it never shrinks the table."""
+    if not saved.exists():
+        return table
+    old = EngineTable.from_json(json.loads(saved.read_text()))
+    if old.metric != table.metric or old.scope != table.scope:
+        return table
+    new = {r["space"]: r for r in table.rows}
+    rows = [new.pop(r["space"], r) for r in old.rows] + list(new.values())
+    return EngineTable(table.scope, table.metric, tuple(rows), {**old.free, **table.free})
 
 
 def write_mode_runs(ds, space, result, out: Path, log: Callable[[str], None] = _quiet

@@ -305,3 +305,22 @@ def test_the_committed_engine_tables():
         for r in t.rows:
             assert r["gap"] == pytest.approx(r["tuned"] - r["free"])
             assert np.isfinite([r["default"], r["tuned"]]).all()
+
+
+def test_an_engine_subset_never_shrinks_the_saved_table(tmp_path):
+    """`rrfbench engines DATASET --engine qdrant` replaces qdrant's rows in engines.json and
+    keeps the other engines' (it used to write a two-row table over the fifteen)."""
+    from rrfbench.engine_table import _merged
+    from rrfbench.results import EngineTable
+
+    saved = tmp_path / "engines.json"
+    full = EngineTable.from_json(json.loads((ROOT / "results/scifact/engines.json").read_text()))
+    saved.write_text(json.dumps(full.to_json()))
+    q = [dict(r, tuned=0.5) for r in full.rows if r["engine"] == "qdrant"]
+    out = _merged(EngineTable(full.scope, full.metric, tuple(q), {}), saved)
+    assert [r["space"] for r in out.rows] == [r["space"] for r in full.rows]
+    assert {r["space"]: r["tuned"] for r in out.rows if r["engine"] == "qdrant"} == \
+        {"qdrant-rrf": 0.5, "qdrant-dbsf": 0.5}
+    assert [r for r in out.rows if r["engine"] != "qdrant"] == \
+        [r for r in full.rows if r["engine"] != "qdrant"]
+    assert out.free == full.free
