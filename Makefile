@@ -39,10 +39,10 @@ $(VENV)/.bytecode: $(VENV)/.dense-dev
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m rrfbench._bytecode
 	touch $@
 
-SOURCES := $(wildcard rrfbench/*.py rrfbench/*/*.py)
+SOURCES := $(wildcard rrfbench/*.py rrfbench/*/*.py rrfbench/*/*/*.py)
 $(VENV)/.compiled: $(VENV)/.bytecode $(SOURCES)
 	$(BIN)/python -m compileall -q rrfbench
-	$(BIN)/python -m rrfbench._kernels
+	$(BIN)/python -m rrfbench.fusion.kernels
 	touch $@
 
 $(VENV)/.notebooks: $(VENV)/.dense-dev

@@ -10,8 +10,8 @@ import time
 import numpy as np
 from _common import ROOT  # noqa: F401
 
-from rrfbench.evaluation import evaluate
-from rrfbench.explorer import Explorer
+from rrfbench.core.evaluation import evaluate
+from rrfbench.workflows.explorer import Explorer
 
 
 def main(n: int = 40):
@@ -42,7 +42,7 @@ def main(n: int = 40):
 
 
 def ex_ci():
-    from rrfbench.explorer import CI_RESAMPLES
+    from rrfbench.workflows.explorer import CI_RESAMPLES
 
     return CI_RESAMPLES
 

@@ -2,7 +2,7 @@
 
 scifact test, all 300 queries, runs bm25, fts5 and dense cut to their top 100 (the policy's
 depth). Per query: (a) baseline, plain Python RRF k=60 over the three lists (dict accumulate +
-sort); (b) ``rrfbench/portable/adaptive_policy.py``: the features, the utilities and the choice
+sort); (b) ``rrfbench/adaptive/portable/adaptive_policy.py``: the features, the utilities and the choice
 (``choose``) for a hand-made trees policy (two ensembles of 100 trees of depth 3, the shape of
 the ``gbm`` policy), a linear one, and one of the ``wgbm`` shape (three ensembles of 100 trees,
 one per weight, snapped to the 66 points of a 0.1 weight simplex); (c) the same in node (``adaptive_policy.js``, timed inside
@@ -21,9 +21,9 @@ import numpy as np
 from _common import ROOT
 
 from rrfbench import load_dataset
-from rrfbench.portable import adaptive_policy as ap
-from rrfbench.qfeatures import feature_names, query_features
-from rrfbench.workflows import load_runs
+from rrfbench.adaptive.features import feature_names, query_features
+from rrfbench.adaptive.portable import adaptive_policy as ap
+from rrfbench.workflows.dataset import load_runs
 
 RUNS = ["bm25", "fts5", "dense"]
 DEPTH = 100
@@ -187,7 +187,7 @@ def main():
             (tmp / "driver.js").write_text(NODE_DRIVER)
             (tmp / "input.json").write_text(json.dumps({"queries": queries, "policies": pols}))
             proc = subprocess.run([node, str(tmp / "driver.js"),
-                                   str(ROOT / "rrfbench" / "portable" / "adaptive_policy.js"),
+                                   str(ROOT / "rrfbench" / "adaptive" / "portable" / "adaptive_policy.js"),
                                    str(tmp / "input.json"), str(REPEAT)],
                                   capture_output=True, text=True, check=True)
         js = json.loads(proc.stdout)

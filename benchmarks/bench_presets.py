@@ -20,10 +20,10 @@ os.environ["RRFBENCH_JOBS"] = "1"  # one process each: the ratio is the path, no
 from _common import ROOT  # noqa: E402,F401  (sets RRFBENCH_DATA, sys.path)
 
 from rrfbench import load_dataset  # noqa: E402
-from rrfbench.evaluation import evaluate_per_query  # noqa: E402
-from rrfbench.presets import get_preset  # noqa: E402
-from rrfbench.tuning import preset_matrix  # noqa: E402
-from rrfbench.workflows import preset_runs  # noqa: E402
+from rrfbench.core.evaluation import evaluate_per_query  # noqa: E402
+from rrfbench.systems.presets import get_preset  # noqa: E402
+from rrfbench.tuning.holdout import preset_matrix  # noqa: E402
+from rrfbench.workflows.dataset import preset_runs  # noqa: E402
 
 METRICS = ["nDCG@10", "R@100"]
 

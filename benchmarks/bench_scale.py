@@ -35,9 +35,9 @@ SIZES = [10_000, 100_000, 1_000_000]
 
 # --------------------------------------------------------------------------- (a)
 def part_a():
-    from rrfbench.distributed import client_for
-    from rrfbench.engine import FusionEngine, make_grid
-    from rrfbench.workflows import load_runs
+    from rrfbench.fusion.sweep import FusionEngine, make_grid
+    from rrfbench.workflows.dataset import load_runs
+    from rrfbench.workflows.distributed import client_for
 
     runs = load_runs("scifact", ["bm25", "fts5", "dense"], "test")
     from rrfbench import load_dataset
@@ -51,8 +51,8 @@ def part_a():
     t0 = time.perf_counter()
     local = eng.table(grid)
     t_local = time.perf_counter() - t0
-    from rrfbench.distributed import chunk_map
-    from rrfbench.engine import run_sweep
+    from rrfbench.fusion.sweep import run_sweep
+    from rrfbench.workflows.distributed import chunk_map
 
     with client_for(workers=2) as client:
         # warm: scatter the engine once and compile/load the kernels in both workers
@@ -107,7 +107,7 @@ def one_size(n: int):
     """Index + retrieve + sweep at one size; prints a JSON line (run in its own process)."""
     os.environ["RRFBENCH_RESULTS"] = str(ROOT / "results" / "cache" / "scale" / f"results-{n}")
     from rrfbench import load_dataset
-    from rrfbench.engine import FusionEngine, make_grid
+    from rrfbench.fusion.sweep import FusionEngine, make_grid
     from rrfbench.retrievers.bm25 import BM25Retriever
     from rrfbench.retrievers.fts5 import FTS5Retriever
 
@@ -186,7 +186,8 @@ def part_c():
     import faiss
 
     from rrfbench import load_dataset
-    from rrfbench.retrievers.dense import DenseRetriever, topk_cosine
+    from rrfbench.retrievers.dense import DenseRetriever
+    from rrfbench.retrievers.vectors import topk_cosine
 
     faiss.omp_set_num_threads(2)
     ds = load_dataset("scifact")

@@ -12,10 +12,10 @@ import time
 
 from _common import ROOT  # noqa: F401
 
-from rrfbench.engine import FusionEngine, make_grid
-from rrfbench.suite_data import combine
-from rrfbench.suite_workflows import suite_members
-from rrfbench.workflows import load_runs
+from rrfbench.fusion.sweep import FusionEngine, make_grid
+from rrfbench.tuning.suite_data import combine
+from rrfbench.workflows.dataset import load_runs
+from rrfbench.workflows.suite import suite_members
 
 
 def main(suite: str = "en"):

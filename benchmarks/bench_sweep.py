@@ -12,7 +12,7 @@ import numpy as np
 from _common import peak_rss_mb
 
 from rrfbench import load_dataset
-from rrfbench.engine import FusionEngine, make_grid
+from rrfbench.fusion.sweep import FusionEngine, make_grid
 from rrfbench.retrievers import cached_run, make_retriever
 
 

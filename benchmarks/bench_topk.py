@@ -1,5 +1,5 @@
 """Exact dense top-k: rrfbench's ``topk_cosine`` (ties at the cut by docid, the same on every
-CPU: :func:`rrfbench.runs.top_k`) vs the plain ``np.argpartition`` blocked merge it replaced,
+CPU: :func:`rrfbench.core.runs.top_k`) vs the plain ``np.argpartition`` blocked merge it replaced,
 whose choice among tied documents depends on the SIMD sort NumPy dispatches to.
 
 1,000 random unit queries against 100,000 random unit documents (384 dimensions, blocks of
@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from rrfbench.retrievers.dense import _blocks, topk_cosine
+from rrfbench.retrievers.vectors import _blocks, topk_cosine
 
 
 def argpartition_topk(queries, docs, k, block=16384):

@@ -26,8 +26,8 @@ from pathlib import Path
 
 WORKER = r"""
 import json, sys
-from rrfbench.suite_workflows import adapt_suite, sweep_suite, tune_preset_suite
-from rrfbench.workflows import sweep_dataset, tune_preset_on
+from rrfbench.workflows.suite import adapt_suite, sweep_suite, tune_preset_suite
+from rrfbench.workflows.dataset import sweep_dataset, tune_preset_on
 
 def strip(o):
     if isinstance(o, dict):

@@ -1,10 +1,11 @@
 """Does the dense encoder give the same bits on other x86-64 CPUs? Run it here and under
 ``qemu-x86_64`` emulating CPUs without AVX-512 (an Intel Haswell, AMD EPYC Rome and Milan: each
 library then takes its AVX2 code, as on such a machine), with rrfbench's caps
-(:data:`rrfbench._portable_math.PORTABLE_MATH_ENV`, the ``torch`` backend's) and without them, and compare
+(:data:`rrfbench.core.portable_math.PORTABLE_MATH_ENV`, the ``torch`` backend's) and without them, and compare
 digests.
 
-Two checks per CPU: torch's primitives as the encoder uses them (linear layers, GELU, layer
+Three checks per CPU: the dense scores (:func:`rrfbench.retrievers.vectors.exact_cosines` of
+fixed random unit vectors, beside the float32 product BLAS computes in its own order), torch's primitives as the encoder uses them (linear layers, GELU, layer
 norm, attention, softmax on fixed random inputs) and the ``torch`` encoder itself on a few fixed
 texts (scifact's first documents, cut short: under emulation a document costs ~30 s). The
 emulated CPUs need Debian's ``qemu-user`` (``apt-get install qemu-user``); without it only this
@@ -45,6 +46,13 @@ h = hashlib.sha256()
 for v in ops.values():
     h.update(v.contiguous().numpy().tobytes())
 out = {"primitives": h.hexdigest()[:16], "capability": torch.backends.cpu.get_cpu_capability()}
+import numpy as np
+from rrfbench.retrievers.vectors import exact_cosines
+rng = np.random.default_rng(0)
+a, b = (rng.normal(size=(n_, 384)).astype(np.float32) for n_ in (64, 3000))
+a, b = a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(b, axis=1, keepdims=True)
+out["cosines_float32"] = hashlib.sha256((a @ b.T).tobytes()).hexdigest()[:16]  # BLAS's order
+out["cosines_exact"] = hashlib.sha256(exact_cosines(a, b).tobytes()).hexdigest()[:16]
 n = int(sys.argv[1])
 if n:
     from rrfbench.retrievers.dense import DenseRetriever
@@ -62,7 +70,7 @@ print(json.dumps(out))
 def run(cpu: str | None, capped: bool, n: int, corpus: Path) -> dict:
     import json
 
-    from rrfbench._portable_math import PORTABLE_MATH_ENV
+    from rrfbench.core.portable_math import PORTABLE_MATH_ENV
 
     env = {k: v for k, v in os.environ.items() if k not in PORTABLE_MATH_ENV}
     env |= {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
@@ -85,7 +93,7 @@ def main() -> int:
     ap.add_argument("--cpu", action="append", choices=CPUS,
                     help="emulated CPUs to run (repeatable; default all)")
     a = ap.parse_args()
-    from rrfbench.datasets import load_dataset
+    from rrfbench.data.datasets import load_dataset
 
     corpus = load_dataset("scifact").path / "corpus.jsonl"
     cpus: list[str | None] = [None]
@@ -100,7 +108,7 @@ def main() -> int:
             r = run(cpu, cap, a.texts, corpus)
             print(f"{name:12s} {'capped' if cap else 'uncapped':9s} {r}", flush=True)
             if cap:
-                capped[name] = (r.get("primitives"), r.get("encoder"))
+                capped[name] = (r.get("primitives"), r.get("encoder"), r.get("cosines_exact"))
     same = len(set(capped.values())) == 1 and all(all(v) for v in capped.values())
     print("capped: the same on every CPU" if same else "capped: DIFFERENT across CPUs")
     return 0 if same else 1

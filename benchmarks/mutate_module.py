@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/mutate_module.py rrfbench/fusion.py tests/test_fusion.py -k "not ranx"
+    python benchmarks/mutate_module.py rrfbench/fusion/functions.py tests/fusion/test_functions.py -k "not ranx"
 
 Everything after the module is handed to pytest as the test selection. The run happens in a
 scratch git worktree of HEAD (``$TMPDIR/rrfbench-mutate-<module>``) whose ``[tool.mutmut]``
@@ -90,7 +90,7 @@ def recheck_suspicious(work: Path, results: str, env: dict) -> str:
 
 def main(module: str, selection: list[str]) -> None:
     if not (ROOT / module).is_file() or not module.startswith("rrfbench/"):
-        fail(f"{module}: not a module of the package (e.g. rrfbench/fusion.py)")
+        fail(f"{module}: not a module of the package (e.g. rrfbench/fusion/functions.py)")
     missing = [a for a in selection if a.startswith("tests") and not (ROOT / a.split("::")[0]).exists()]
     if missing:
         fail(f"{missing[0]}: no such test file or folder")

@@ -17,8 +17,8 @@ import _common  # noqa: F401  (data path, offline hub)
 import numpy as np
 
 from rrfbench import load_dataset
-from rrfbench.engines import SPACES
-from rrfbench.workflows import preset_runs
+from rrfbench.systems.engines import SPACES
+from rrfbench.workflows.dataset import preset_runs
 
 
 def ndcg10(docs, rel):

@@ -18,12 +18,12 @@ import sys
 from _common import ROOT
 
 from rrfbench import evaluate, load_dataset
-from rrfbench.evaluation import coverage
-from rrfbench.fusion import rrf
-from rrfbench.presets import get_preset
-from rrfbench.rerank import BiEncoderReranker, rerank
-from rrfbench.store import write_text
-from rrfbench.workflows import preset_runs, retrieve, tune_preset_on
+from rrfbench.core.evaluation import coverage
+from rrfbench.core.store import write_text
+from rrfbench.fusion.functions import rrf
+from rrfbench.retrievers.stages.rerank import BiEncoderReranker, rerank
+from rrfbench.systems.presets import get_preset
+from rrfbench.workflows.dataset import preset_runs, retrieve, tune_preset_on
 
 M = ["nDCG@10", "R@100"]
 
@@ -61,7 +61,7 @@ def english() -> list[str]:
             pr = preset_runs(p, ds, "test", streams=streams)
             out.append(row(f"titan shipped, {streams} streams ({', '.join(r.name for r in pr.values())})",
                            p.run(pr), q))
-        from rrfbench.failopen import degradation_study
+        from rrfbench.retrievers.stages.failopen import degradation_study
 
         titan = get_preset("titan")
         t = degradation_study(titan, preset_runs(titan, ds, "test"), q, "vector",

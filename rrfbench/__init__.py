@@ -1,10 +1,10 @@
 """rrfbench: measure and tune reciprocal rank fusion over real runs and qrels.
 
 The public API is a few verbs and the types they use, declared here and nowhere else
-(:data:`__all__`); everything lives in its own module (``rrfbench.fusion``,
-``rrfbench.engine``, ``rrfbench.tuning``, ``rrfbench.presets``...). This module only
+(:data:`__all__`); everything lives in its own module (``rrfbench.fusion.functions``,
+``rrfbench.fusion.sweep``, ``rrfbench.tuning.holdout``, ``rrfbench.systems.presets``...). This module only
 re-exports, and lazily: a public name imports its module on first use, so ``import
-rrfbench.results`` (reading a saved best.json) loads no retriever, engine or numba, and
+rrfbench.results.dataset`` (reading a saved best.json) loads no retriever, engine or numba, and
 ``import rrfbench`` stays fast. No public name here is also the name of a submodule, so import
 order never changes what ``rrfbench.<name>`` is.
 """
@@ -13,30 +13,30 @@ from __future__ import annotations
 
 import importlib
 
-from ._portable_math import cap_math_libraries
 from ._version import __version__
+from .core.portable_math import cap_math_libraries
 
-cap_math_libraries()  # before anything of rrfbench can import torch (rrfbench._portable_math)
+cap_math_libraries()  # before anything of rrfbench can import torch (rrfbench.core.portable_math)
 
 # public name -> (module, attribute)
 _EXPORTS = {
-    "Dataset": ("datasets", "Dataset"), "load_dataset": ("datasets", "load_dataset"),
-    "Run": ("runs", "Run"), "Qrels": ("runs", "Qrels"),
-    "SweepResult": ("results", "SweepResult"), "PresetResult": ("results", "PresetResult"),
-    "AdaptiveResult": ("suite_results", "AdaptiveResult"), "load_result": ("results", "load_result"),
-    "Advice": ("advice", "Advice"), "load_advice": ("advice", "load_advice"),
-    "InputError": ("errors", "InputError"), "RrfbenchError": ("errors", "RrfbenchError"),
-    "CoverageWarning": ("errors", "CoverageWarning"),
-    "ValidationWarning": ("errors", "ValidationWarning"),
-    "evaluate": ("evaluation", "evaluate"), "evaluate_per_query": ("evaluation",
+    "Dataset": ("data.datasets", "Dataset"), "load_dataset": ("data.datasets", "load_dataset"),
+    "Run": ("core.runs", "Run"), "Qrels": ("core.runs", "Qrels"),
+    "SweepResult": ("results.dataset", "SweepResult"), "PresetResult": ("results.dataset", "PresetResult"),
+    "AdaptiveResult": ("results.suite", "AdaptiveResult"), "load_result": ("results.dataset", "load_result"),
+    "Advice": ("tuning.advice", "Advice"), "load_advice": ("tuning.advice", "load_advice"),
+    "InputError": ("core.errors", "InputError"), "RrfbenchError": ("core.errors", "RrfbenchError"),
+    "CoverageWarning": ("core.errors", "CoverageWarning"),
+    "ValidationWarning": ("core.errors", "ValidationWarning"),
+    "evaluate": ("core.evaluation", "evaluate"), "evaluate_per_query": ("core.evaluation",
                                                                    "evaluate_per_query"),
-    "coverage": ("evaluation", "coverage"),
-    "fuse": ("fusion", "rrf"), "score_fusion": ("fusion", "score_fusion"),
-    "retrieve": ("workflows", "retrieve"), "sweep": ("workflows", "sweep_dataset"),
-    "tune": ("workflows", "tune_preset_on"),
-    "sweep_suite": ("suite_workflows", "sweep_suite"),
-    "tune_suite": ("suite_workflows", "tune_preset_suite"),
-    "adapt": ("suite_workflows", "adapt_suite"), "advise": ("suite_workflows", "advise"),
+    "coverage": ("core.evaluation", "coverage"),
+    "fuse": ("fusion.functions", "rrf"), "score_fusion": ("fusion.functions", "score_fusion"),
+    "retrieve": ("workflows.dataset", "retrieve"), "sweep": ("workflows.dataset", "sweep_dataset"),
+    "tune": ("workflows.dataset", "tune_preset_on"),
+    "sweep_suite": ("workflows.suite", "sweep_suite"),
+    "tune_suite": ("workflows.suite", "tune_preset_suite"),
+    "adapt": ("workflows.suite", "adapt_suite"), "advise": ("workflows.suite", "advise"),
     "explain": ("api", "explain"), "compare": ("api", "compare"),
     "explore": ("api", "explore"), "export": ("api", "export"),
 }

@@ -45,7 +45,7 @@ MODULES = (
     "ipykernel.kernelapp", "ipywidgets", "tqdm.notebook", "nbclient", "nbformat", "IPython",
     "pytest", "xdist", "hypothesis",
     # rrfbench itself (also compiled by ``compileall``: this covers what it imports)
-    "rrfbench", "rrfbench.cli", "rrfbench.workflows",
+    "rrfbench", "rrfbench.cli", "rrfbench.workflows.dataset",
 )
 
 

@@ -6,33 +6,33 @@ from __future__ import annotations
 
 import os
 
-from .explanations import compare as _compare
-from .explanations import explain as _explain
-from .explorer import explore as _explore
-from .exporters import render as _render
-from .results import load_result
+from .outputs.explanations import compare as _compare
+from .outputs.explanations import explain as _explain
+from .outputs.exporters import render as _render
+from .results.dataset import load_result
+from .workflows.explorer import explore as _explore
 
 
 def explain(runs, config, qid, qrels=None, top: int = 10):
-    """How one query's fused top ``top`` came about; see :func:`rrfbench.explanations.explain`."""
+    """How one query's fused top ``top`` came about; see :func:`rrfbench.outputs.explanations.explain`."""
     return _explain(runs, config, qid, qrels, top)
 
 
 def compare(a, b, runs=None, qrels=None, metric: str = "nDCG@10"):
     """Per-query deltas and paired tests of two configurations or saved results; see
-    :func:`rrfbench.explanations.compare`."""
+    :func:`rrfbench.outputs.explanations.compare`."""
     return _compare(a, b, runs, qrels, metric)
 
 
 def explore(dataset, runs=None, split: str = "test", best=None):
-    """A live fusion explorer widget for notebooks; see :mod:`rrfbench.explorer`."""
+    """A live fusion explorer widget for notebooks; see :mod:`rrfbench.workflows.explorer`."""
     return _explore(dataset, runs, split, best=best)
 
 
 def export(result, fmt: str, which: str = "recommended") -> str:
     """Render a result (or a saved best.json path) in a target system's configuration shape
     (``which="config"``: the selected configuration or learned policy rather than the
-    recommended one); see :func:`rrfbench.exporters.render`."""
+    recommended one); see :func:`rrfbench.outputs.exporters.render`."""
     r = load_result(result) if isinstance(result, (str, os.PathLike)) else result
     return _render(r, fmt, which=which)
 

@@ -1,7 +1,7 @@
 """The ``rrfbench`` command line (typer + rich): each command parses, calls one function of
-:mod:`rrfbench.workflows` and renders the tables the result objects build. Nothing in the
+:mod:`rrfbench.workflows.dataset` and renders the tables the result objects build. Nothing in the
 package imports this module. Errors: bad input or arguments print one line ``error: ...`` and
-exit 2 (an :class:`~rrfbench.errors.InputError`, or typer's usage message); an unexpected
+exit 2 (an :class:`~rrfbench.core.errors.InputError`, or typer's usage message); an unexpected
 failure prints one line and exits 1; ``--debug`` shows the traceback. Warnings print one line
 ``warning: ...``."""
 
@@ -18,8 +18,22 @@ import typer.core
 from rich.console import Console
 from rich.table import Table
 
-from . import regress as R
-from .commands import (
+from .adaptive.features import FEATURE_SETS
+from .adaptive.policies import KINDS, N_CANDIDATES
+from .core.exits import run_app
+from .data.datasets import search_path
+from .data.ingest import MANIFEST, Columns
+from .data.ingest import ingest as write_collection
+from .fusion.functions import METHODS, MISSING, NORMALISATIONS, RANK_BASES
+from .outputs.explanations import compare
+from .outputs.exporters import formats
+from .outputs.report import cells
+from .results.dataset import load_result
+from .results.values import WHICH
+from .systems.engines import ENGINES, spaces_of
+from .tuning.selection import DEFAULT_RULE, OBJECTIVES, RULES
+from .workflows import regress as R
+from .workflows.commands import (
     apply_config,
     cluster,
     datasets_table,
@@ -33,25 +47,11 @@ from .commands import (
     sweep_any,
     tune_any,
 )
-from .datasets import search_path
-from .demo import demo as run_demo
-from .engine_table import engine_table
-from .engines import ENGINES, spaces_of
-from .exits import run_app
-from .explanations import compare
-from .exporters import formats
-from .fusion import METHODS, MISSING, NORMALISATIONS, RANK_BASES
-from .ingest import MANIFEST, Columns
-from .ingest import ingest as write_collection
-from .options import check_specs, parse_depths, parse_numbers
-from .policies import KINDS, N_CANDIDATES
-from .qfeatures import FEATURE_SETS
-from .report import cells
-from .result_values import WHICH
-from .results import load_result
-from .selection import DEFAULT_RULE, OBJECTIVES, RULES
-from .suite_workflows import adapt_suite
-from .workflows import DEFAULT_KS, DEFAULT_SPECS
+from .workflows.dataset import DEFAULT_KS, DEFAULT_SPECS
+from .workflows.demo import demo as run_demo
+from .workflows.engine_table import engine_table
+from .workflows.options import check_specs, parse_depths, parse_numbers
+from .workflows.suite import adapt_suite
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure and tune reciprocal rank fusion over real runs and qrels.")
@@ -75,7 +75,7 @@ def _root(debug: Annotated[bool, typer.Option("--debug", help="Show full traceba
 
 
 def _rich(title: str, df) -> Table:
-    """A DataFrame as a rich table, cells as in report.md (:func:`rrfbench.report.cells`)."""
+    """A DataFrame as a rich table, cells as in report.md (:func:`rrfbench.outputs.report.cells`)."""
     cols, rows = cells(df)
     t = Table(title=title)
     for c in cols:
@@ -115,7 +115,7 @@ def _render(view) -> None:
 
 
 def _scored(out, as_json: bool) -> None:
-    """A :class:`rrfbench.workflows.Scored`: one JSON object, or its table and notes."""
+    """A :class:`rrfbench.workflows.dataset.Scored`: one JSON object, or its table and notes."""
     print(json.dumps(out.to_json())) if as_json else _render(out.view())
     for w in [] if as_json else out.warnings:
         _warn(w)
@@ -247,7 +247,7 @@ def fuse(
     _scored(out, as_json)
 
 
-# the sweep grid's k values as the option's default text (one list, rrfbench.workflows)
+# the sweep grid's k values as the option's default text (one list, rrfbench.workflows.dataset)
 DEFAULT_K_TEXT = ",".join(str(k) for k in DEFAULT_KS)
 
 
@@ -477,7 +477,7 @@ def regress(
 # --------------------------------------------------------------------------- entry point
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; every failure ends in one line and an exit code (0, 1 or 2)
-    (:func:`rrfbench.exits.run_app`)."""
+    (:func:`rrfbench.core.exits.run_app`)."""
     sys.exit(run_app(app, list(sys.argv[1:] if argv is None else argv), _warn))
 
 

@@ -27,7 +27,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # The longest test files first (about 190, 165 and 75 s on 2 cores): under `--dist worksteal` the
 # first worker starts on them at once and the second steals the short tests from the end of the
 # queue, so no long test starts last and leaves one core idle while it finishes.
-LONGEST_FIRST = ("tests/test_readme.py", "tests/test_notebooks.py", "tests/test_regress.py")
+LONGEST_FIRST = ("tests/test_readme.py", "tests/test_notebooks.py", "tests/workflows/test_regress.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -39,7 +39,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _have(name: str) -> bool:
-    from rrfbench.datasets import available_datasets
+    from rrfbench.data.datasets import available_datasets
 
     return name in dict(available_datasets())
 
@@ -111,7 +111,7 @@ def cut_collection(src: Path, dst: Path) -> None:
 def cut_data(tmp_path_factory):
     """A data root holding :func:`cut_collection` of every collection in
     :data:`CUT_COLLECTIONS` (skips when one is not on ``RRFBENCH_DATA``)."""
-    from rrfbench.datasets import available_datasets
+    from rrfbench.data.datasets import available_datasets
 
     missing = [c for c in CUT_COLLECTIONS if not _have(c)]
     if missing:

@@ -24,14 +24,14 @@ def test_no_public_name_is_a_submodule():
 
 
 def test_import_order_does_not_matter():
-    code = ("import rrfbench, rrfbench.tuning, rrfbench.exporters, rrfbench.engine, "
-            "rrfbench.evaluation, rrfbench.fusion, rrfbench.workflows; "
+    code = ("import rrfbench, rrfbench.tuning.holdout, rrfbench.outputs.exporters, rrfbench.fusion.sweep, "
+            "rrfbench.core.evaluation, rrfbench.fusion.functions, rrfbench.workflows.dataset; "
             "print(all(callable(getattr(rrfbench, n)) for n in rrfbench.__all__ if n != '__version__'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
 
 
-@pytest.mark.filterwarnings("ignore::rrfbench.errors.ValidationWarning")
+@pytest.mark.filterwarnings("ignore::rrfbench.core.errors.ValidationWarning")
 def test_public_verbs_work(tiny_beir):
     ds = rrfbench.load_dataset(str(tiny_beir))
     bm25 = rrfbench.retrieve(ds, "bm25")

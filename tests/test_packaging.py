@@ -60,7 +60,7 @@ def test_bytecode_step_covers_what_a_cli_call_and_the_dense_model_import():
 
     if not (Path(sys.prefix) / ".bytecode").exists():
         pytest.skip("this environment was not built by make (no .venv/.bytecode)")
-    code = "import rrfbench.cli, rrfbench.workflows, sklearn.ensemble, onnxruntime"
+    code = "import rrfbench.cli, rrfbench.workflows.dataset, sklearn.ensemble, onnxruntime"
     p = subprocess.run([sys.executable, "-v", "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, check=True)
     site = [ln for ln in p.stderr.splitlines() if ln.startswith("# code object from ")

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rrfbench.result_values import DISPLAY_DIGITS, ranked
-from rrfbench.runs import Run
+from rrfbench.core.runs import Run
+from rrfbench.results.values import DISPLAY_DIGITS, ranked
 from tests.conftest import needs_cranfield
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def cut_sweep(cut_data, tmp_path_factory):
     configurations tie exactly, as near-ties do on full collections."""
     import os
 
-    from rrfbench.workflows import sweep_dataset, sweep_grid
+    from rrfbench.workflows.dataset import sweep_dataset, sweep_grid
 
     old = os.environ.get("RRFBENCH_DATA")
     os.environ["RRFBENCH_DATA"] = str(cut_data)
@@ -80,10 +80,10 @@ def test_one_ulp_in_every_dense_score_moves_no_committed_figure(cranfield, run_o
     """cranfield's committed sweep (results/cranfield/best.json: 1,285 configurations, 5-fold
     cross-validation) recomputed with every dense score one float32 ulp off: the same chosen
     configuration, and its score and the baselines' the same at the precision shown."""
-    from rrfbench.engine import FusionEngine
-    from rrfbench.metrics import DEFAULT_METRICS
-    from rrfbench.results import load_result
-    from rrfbench.workflows import sweep_dataset
+    from rrfbench.core.metrics import DEFAULT_METRICS
+    from rrfbench.fusion.sweep import FusionEngine
+    from rrfbench.results.dataset import load_result
+    from rrfbench.workflows.dataset import sweep_dataset
 
     committed = load_result(ROOT / "results" / "cranfield" / "best.json")
     runs = [run_of(cranfield, s) for s in SPECS]

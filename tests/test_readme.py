@@ -1,4 +1,5 @@
-"""The README is a test: every command line it tells a user to type runs, as printed.
+"""The README and the pages of ``docs/`` are a test: every command line they tell a user to type
+runs, as printed.
 
 Runnable lines are the ``rrfbench ...`` lines of its ```bash blocks and every inline
 ```rrfbench ...``` span of its prose. Each runs as the real console script, in a fresh process of
@@ -26,6 +27,12 @@ from tests.conftest import _have
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]   # the front door first, then docs/
+
+
+def pages_text() -> str:
+    """The README and every docs page, in that order (their command lines run in this order)."""
+    return "\n".join(p.read_text() for p in PAGES)
 SCRIPT = shutil.which("rrfbench") or str(Path(sys.executable).parent / "rrfbench")
 
 
@@ -50,14 +57,14 @@ def readme_commands(text: str) -> list[str]:
 
 def test_readme_lines_are_runnable_as_printed():
     """No optional brackets, alternatives or placeholders inside a line a user is told to run."""
-    cmds = readme_commands(README.read_text())
+    cmds = readme_commands(pages_text())
     assert len(cmds) >= 15, cmds
     for c in cmds:
         assert not re.search(r"[\[\]|<>]|\.\.\.|\b[A-Z]{3,}\b", c), f"not runnable as printed: {c}"
 
 
 def test_syntax_lines_are_not_in_bash_blocks():
-    text = README.read_text()
+    text = pages_text()
     assert "```text" in text  # the optional parts live somewhere
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         for line in block.splitlines():
@@ -94,12 +101,12 @@ def test_every_readme_command_runs(project):
     """Each README line, in order, in a fresh process: exit 0, no traceback, no library debug
     logging. ``rrfbench regress`` compares against baselines recorded on this small data first
     (``--update``), since the committed ones describe the full collections
-    (tests/test_regress.py checks those)."""
+    (tests/workflows/test_regress.py checks those)."""
     import time
 
     proj, env = project
     failures, times = [], []
-    for line in readme_commands(README.read_text()):
+    for line in readme_commands(pages_text()):
         if line == "rrfbench regress":
             prep = run_line("rrfbench regress --update", proj, env)
             assert prep.returncode == 0, prep.stderr[-2000:]
@@ -116,12 +123,12 @@ def test_every_readme_command_runs(project):
 @pytest.mark.skipif(not _have("scifact"), reason="needs the committed results only")
 def test_suite_result_exports_in_a_fresh_shell(tmp_path):
     """The suite result loads in a fresh process that imported nothing else first (it used to
-    fail: its result kind was registered as a side effect of importing rrfbench.transfer)."""
+    fail: its result kind was registered as a side effect of importing rrfbench.tuning.transfer)."""
     p = subprocess.run([SCRIPT, "export", "results/transfer/en/presets/titan/best.json",
                         "--to", "titan"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "vector" in p.stdout.lower() and "k" in p.stdout
-    p = subprocess.run([sys.executable, "-c", "from rrfbench.results import load_result; "
+    p = subprocess.run([sys.executable, "-c", "from rrfbench.results.dataset import load_result; "
                         "r = load_result('results/transfer/en/best.json'); "
                         "print(type(r).__name__, r.config_for('recommended')['method'])"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -142,8 +149,8 @@ def test_compare_refuses_results_of_different_datasets():
 def test_compare_reports_a_partial_overlap(tmp_path):
     """Same dataset and split, part of the queries on one side only: compared on the shared
     ones, and the output says how many each side had."""
-    from rrfbench.explanations import compare
-    from rrfbench.results import load_result, save_result
+    from rrfbench.outputs.explanations import compare
+    from rrfbench.results.dataset import load_result, save_result
 
     a = load_result(ROOT / "results/scifact/best.json")
     pq = dict(a.per_query)
@@ -182,3 +189,15 @@ def test_demo_shows_the_dataset_first_and_ends_with_the_recommendation_first(pro
     assert "…" not in out
     report = (proj / "results" / "transfer" / "small" / "report.md").read_text()
     assert report.splitlines()[2].startswith("## The recommendation (suite `small`")
+
+
+def test_the_readme_is_a_front_door():
+    """At most 250 lines, and every page of docs/ linked from it (and every link resolving)."""
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250
+    links = set(re.findall(r"\]\(([^)#]+)\)", text))
+    pages = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
+    assert pages <= links, pages - links
+    for page in PAGES:
+        for link in re.findall(r"\]\(([^)#:]+)\)", page.read_text()):
+            assert (page.parent / link).exists(), f"{page.relative_to(ROOT)}: broken link {link}"

@@ -18,8 +18,8 @@ import ir_measures
 import pytest
 import pytrec_eval
 
-from rrfbench.fusion import SCORE_METHODS
-from rrfbench.runs import Qrels, Run, manifest_path, trec_tag
+from rrfbench.core.runs import Qrels, Run, manifest_path, trec_tag
+from rrfbench.fusion.functions import SCORE_METHODS
 from tests.test_cli import console
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def _same_metrics(path: Path, qrels: Qrels) -> None:
     for q, vals in te.items():
         assert irm[(q, "nDCG@10")] == pytest.approx(vals["ndcg_cut_10"], abs=1e-12), (path, q)
         assert irm[(q, "AP")] == pytest.approx(vals["map"], abs=1e-12), (path, q)
-    from rrfbench.evaluation import evaluate_per_query
+    from rrfbench.core.evaluation import evaluate_per_query
 
     ours = evaluate_per_query(Run.from_trec(path), qrels, ["nDCG@10"])
     ours = ours["nDCG@10"].to_dict()
@@ -155,7 +155,7 @@ def test_api_to_trec_tags_a_name_with_whitespace(tmp_path):
 
 
 def test_ids_with_whitespace_are_refused_before_writing(tmp_path):
-    from rrfbench.errors import InputError
+    from rrfbench.core.errors import InputError
 
     run = Run.from_dict({"q 1": {"d1": 1.0}}, "r")
     with pytest.raises(InputError, match="query id 'q 1'"):
@@ -164,7 +164,7 @@ def test_ids_with_whitespace_are_refused_before_writing(tmp_path):
 
 
 def test_a_manifest_never_overwrites_a_foreign_file(tmp_path):
-    from rrfbench.errors import InputError
+    from rrfbench.core.errors import InputError
 
     (tmp_path / "r.json").write_text('{"mine": 1}')
     run = Run.from_dict({"q1": {"d1": 1.0}}, "r")
@@ -183,7 +183,7 @@ def test_a_manifest_never_overwrites_a_foreign_file(tmp_path):
     ("q1 Q0 d1 1 1.5 run tag", "expected 6 columns"),
 ])
 def test_reading_stays_strict(tmp_path, line, problem):
-    from rrfbench.errors import InputError
+    from rrfbench.core.errors import InputError
 
     p = tmp_path / "bad.trec"
     p.write_text("q0 Q0 d0 1 2.0 ok\n" + line + "\n")

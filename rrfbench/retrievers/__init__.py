@@ -22,11 +22,15 @@ kind           variants                                     options
                                                             ``graph=dense|bm25``, ``neighbours``,
                                                             ``seed_limit``, ``direction=both|out``
 =============  ===========================================  =======================================
+
+``stages`` holds what runs after retrieval (a rerank, fail-open fallbacks).
+
+May import: ``core``, ``data``, ``fusion``, ``results``.
 """
 
 from __future__ import annotations
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .base import RunResult, cached_run, lib_versions, run_path
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever

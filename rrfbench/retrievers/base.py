@@ -23,14 +23,14 @@ from typing import Protocol
 
 import pandas as pd
 
-from ..runs import Run, content_digest, manifest_path
-from ..store import results_dir, utc_now, write_parquet, write_text
+from ..core.runs import Run, content_digest, manifest_path
+from ..core.store import results_dir, utc_now, write_parquet, write_text
 
 MANIFEST_KEYS = ("retriever", "params", "depth", "versions", "fingerprint", "split",
                  "score_floor", "cut")
 # how a retriever chooses among documents tied at its depth cut: recorded, so that runs cut by an
 # earlier, CPU-dependent rule (bm25s's and the dense top-k's argpartition) are not reused
-CUT_RULE = "score desc, docid asc (rrfbench.runs.top_k)"
+CUT_RULE = "score desc, docid asc (rrfbench.core.runs.top_k)"
 
 
 class Retriever(Protocol):

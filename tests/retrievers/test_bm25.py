@@ -114,7 +114,7 @@ def test_bm25_run_is_the_same_at_every_simd_level(tmp_path):
 import sys
 from rrfbench import load_dataset
 from rrfbench.retrievers.bm25 import BM25Retriever
-from rrfbench.runs import content_digest
+from rrfbench.core.runs import content_digest
 ds = load_dataset(sys.argv[1])
 print(content_digest(BM25Retriever().retrieve(ds, ds.split_queries("test"), 100)))
 """

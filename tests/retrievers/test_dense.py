@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from rrfbench.errors import MissingDependencyError
+from rrfbench.core.errors import MissingDependencyError
 from rrfbench.retrievers.dense import (
     SHARD_SIZE,
     DenseRetriever,
@@ -114,7 +114,7 @@ def test_multilingual_model_from_the_registry_handles_chinese(tiny_zh):
 def test_query_embeddings_cached_by_content(tiny_beir, tmp_path, monkeypatch):
     """A second retrieval reads the query embeddings back (no model call) and gets the same
     floats; another query text, another batch size or another prefix is another entry."""
-    from rrfbench.datasets import load_dataset
+    from rrfbench.data.datasets import load_dataset
 
     monkeypatch.setenv("RRFBENCH_CACHE", str(tmp_path / "cache"))
     ds = load_dataset(str(tiny_beir))
@@ -142,7 +142,7 @@ def test_query_embeddings_cached_by_content(tiny_beir, tmp_path, monkeypatch):
 
 
 def test_unreadable_query_cache_entry_is_encoded_again(tiny_beir, tmp_path, monkeypatch):
-    from rrfbench.datasets import load_dataset
+    from rrfbench.data.datasets import load_dataset
 
     monkeypatch.setenv("RRFBENCH_CACHE", str(tmp_path / "cache"))
     ds = load_dataset(str(tiny_beir))
@@ -161,8 +161,8 @@ def test_a_corpus_another_process_is_encoding_is_waited_for(tiny_beir, tmp_path,
     retrieval waits; once the shards are written it reads them and encodes nothing."""
     import threading
 
-    from rrfbench.datasets import load_dataset
-    from rrfbench.store import exclusive
+    from rrfbench.core.store import exclusive
+    from rrfbench.data.datasets import load_dataset
 
     monkeypatch.setenv("RRFBENCH_CACHE", str(tmp_path / "cache"))
     ds = load_dataset(str(tiny_beir))

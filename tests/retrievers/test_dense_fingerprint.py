@@ -96,7 +96,7 @@ def test_the_torch_backend_refuses_an_uncapped_torch():
     """The same bits on every CPU hold only while torch runs the capped kernels; a process
     whose environment says otherwise (here: torch's own kernels at this CPU's best level, MKL
     free to pick its branch) must not encode silently different numbers."""
-    from rrfbench._portable_math import PORTABLE_MATH_ENV
+    from rrfbench.core.portable_math import PORTABLE_MATH_ENV
 
     capped = _encode_one(dict(PORTABLE_MATH_ENV))
     assert capped.returncode == 0, capped.stderr[-2000:]

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rrfbench.errors import InputError
+from rrfbench.core.errors import InputError
 from rrfbench.retrievers.fts5 import (
     FTS5Retriever,
     build_and_tokens,

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rrfbench.datasets import load_dataset
-from rrfbench.errors import InputError
+from rrfbench.core.errors import InputError
+from rrfbench.data.datasets import load_dataset
 from rrfbench.retrievers.rank_bm25 import (
     JiebaSegmenter,
     RankBM25Retriever,
