@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # bottom first; a part may import its own modules and any part before it
 LAYERS = ("ground", "core", "data", "fusion", "results", "retrievers", "systems", "tuning",
-          "adaptive", "outputs", "workflows", "faces")
+          "adaptive", "judging", "outputs", "workflows", "faces")
 GROUND = {"_version", "_bytecode"}            # leaves anyone may read
 FACES = {"__init__", "api", "cli"}            # the top: nothing in the package imports them
 
