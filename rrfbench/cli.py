@@ -25,6 +25,7 @@ from .data.datasets import search_path
 from .data.ingest import MANIFEST, Columns
 from .data.ingest import ingest as write_collection
 from .fusion.functions import METHODS, MISSING, NORMALISATIONS, RANK_BASES
+from .judging.decide import METHODS as JUDGE_METHODS
 from .outputs.explanations import compare
 from .outputs.exporters import formats
 from .outputs.report import cells
@@ -50,6 +51,13 @@ from .workflows.commands import (
 from .workflows.dataset import DEFAULT_KS, DEFAULT_SPECS
 from .workflows.demo import demo as run_demo
 from .workflows.engine_table import engine_table
+from .workflows.judge import (
+    BUDGETS,
+    headline,
+    judge_simulated,
+    simulation_summary,
+    simulation_table,
+)
 from .workflows.options import check_specs, parse_depths, parse_numbers
 from .workflows.suite import adapt_suite
 
@@ -325,6 +333,35 @@ def adapt(
     if as_json:
         return print(json.dumps(so.result.to_json()))
     _render(so.view())
+
+
+@app.command()
+def judge(
+    dataset: Annotated[str, typer.Argument(help="the collection to decide for (with --all: ignored)")] = None,
+    simulate: Annotated[bool, typer.Option("--simulate", help="judge with the collection's own qrels, hidden from everything but the simulated judge, and grade the decision")] = False,
+    budget: Annotated[int, typer.Option("--budget", help="judgments at most")] = 200,
+    method: Annotated[str, typer.Option("--method", help=f"which pairs to judge: {_one_of(JUDGE_METHODS)}")] = "mtc",
+    suite: Annotated[str, typer.Option("--suite", help="the suite whose advice is the prior")] = "en",
+    every: Annotated[bool, typer.Option("--all", help=f"every collection of the suite, budgets {','.join(map(str, BUDGETS))}, every method: writes results/judging/<suite>/")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False,
+):
+    """Decide between the current constants (RRF k=60) and the suite's advice from a few
+    judgments chosen for the decision. Only --simulate runs today (judging by a person in the
+    terminal, a notebook or a sheet is not built yet)."""
+    if every:
+        s = simulation_summary(simulation_table(suite, log=_quiet if as_json else _log,
+                                                simulate=simulate))
+        if as_json:
+            return print(json.dumps(s.round(4).to_dict("records")))
+        _show(f"suite {suite}: decisions right by judgments", s)
+        return _say(headline(s))
+    row = judge_simulated(dataset, suite, budget, method, simulate=simulate,
+                          log=_quiet if as_json else _log)
+    if as_json:
+        return print(json.dumps(row))
+    _say(f"{row['collection']}: {'take' if row['take_change'] else 'keep'} -> {row['decision']} "
+         f"(current: {row['current']}); {row['judgments']} judgments; {row['why']}",
+         f"graded with the full qrels: {'right' if row['right'] else 'wrong'}, regret {row['regret']:.4f} nDCG@10")
 
 
 # --------------------------------------------------------------------------- demo

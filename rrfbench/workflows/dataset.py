@@ -21,6 +21,7 @@ from ..core.metrics import DEFAULT_METRICS, parse_metric
 from ..core.runs import Run
 from ..core.store import results_dir
 from ..data.datasets import Dataset, load_dataset
+from ..fusion import config as fusion_config
 from ..fusion import functions as fusion
 from ..fusion.functions import METHODS, MISSING, NORMALISATIONS
 from ..fusion.sweep import FusionEngine, make_grid
@@ -207,7 +208,7 @@ def _preset_inputs(preset, members, metric: str, **parts) -> Inputs:
     runs = [(ds.name, split, spec) for ds, proto in members
             for split in sorted({proto.tune_split, proto.eval_split})
             for spec in preset.roles_available().values()]
-    return run_inputs(runs, (module, preset_base, tuning, fusion), preset=preset.name,
+    return run_inputs(runs, (module, preset_base, tuning, fusion, fusion_config), preset=preset.name,
                       grid=preset.grid(), metric=metric,
                       protocols=[p.to_json() for _, p in members],
                       fingerprints=[ds.fingerprint for ds, _ in members], **parts)

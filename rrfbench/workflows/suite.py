@@ -22,6 +22,7 @@ from ..core.metrics import DEFAULT_METRICS, parse_metric
 from ..core.store import results_dir, write_json
 from ..data.datasets import load_dataset
 from ..data.suites import get_suite
+from ..fusion import config as fusion_config
 from ..fusion import functions as fusion
 from ..fusion import sweep as engine
 from ..outputs.report import (
@@ -88,7 +89,7 @@ class SuiteOutcome:
 
 
 # the modules whose source decides a suite result (part of its reuse key)
-SUITE_CODE = (transfer, selection, verdicts, stability, suite_data, decisions, stats)
+SUITE_CODE = (transfer, selection, verdicts, stability, suite_data, decisions, stats, fusion_config)
 
 
 def suite_members(suite: str, min_members: int = 2, allow_missing: bool = False) -> list:

@@ -1,0 +1,214 @@
+"""Judging a collection to decide its fusion constants, and grading that decision by simulation.
+
+:func:`simulate_decision` hides a collection's qrels from everything but a simulated judge
+(:class:`rrfbench.judging.judges.QrelsJudge`): the candidates are the current constants (the
+suite's default, RRF k=60 with equal weights) and the change the suite selected on the *other*
+collections (its leave-one-collection-out selection), the prior is the suite's decision for that
+collection made without it (the nested grading of the decision rule), and up to ``budget``
+pairs are judged in the order of a selection method (:mod:`rrfbench.judging.decide`). Only then
+are the full qrels read, to say whether the decision was right (the better candidate under
+nDCG@10, or within 0.005 of it) and its regret. :func:`simulation_table` does it for every
+collection of a suite, budget and method, and writes the table, a plot and a report.
+
+Called from: the CLI's ``judge`` command and tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from ..core.errors import InputError
+from ..core.evaluation import evaluate
+from ..core.progress import progress
+from ..core.store import results_dir, write_figure, write_json, write_text
+from ..data.datasets import load_dataset
+from ..fusion.config import Config
+from ..judging.decide import METHODS, decide, estimate, order_pairs, pairs
+from ..judging.judges import QrelsJudge
+from ..judging.log import JudgmentLog
+from ..results.dataset import load_result
+from ..tuning.holdout import choose_protocol
+from .cache import _quiet
+from .dataset import load_runs, sweep_grid
+from .suite import suite_members, transfer_dir
+
+BUDGETS = (0, 25, 50, 100, 200, 400)
+RIGHT_TOL = 0.005     # a decision within this much nDCG@10 of the better candidate is right
+METRIC = "nDCG@10"
+
+
+def _suite_decision(suite: str, collection: str) -> tuple[dict, dict, bool, str]:
+    """(current config, change config, prior: take the change?, where the prior comes from)."""
+    path = transfer_dir(suite) / "best.json"
+    if not path.exists():
+        raise InputError(f"{path}: no suite result; run rrfbench sweep --suite {suite} first")
+    r = load_result(path)
+    grid = {c.label(list(r.runs)): c for c in sweep_grid(len(r.specs))}
+    current = r.default["config"]
+    rows = {row["collection"]: row for row in r.loco}
+    rule = r.decision["rule"]
+    if collection in rows:
+        label = rows[collection]["selected"]
+        if label not in grid:
+            raise InputError(f"{path}: the selection {label!r} is not in the default grid")
+        took = r.decision["grading"]["rules"][rule]["per_collection"][collection]["took_change"]
+        return current, grid[label].to_json(), bool(took), (
+            f"suite {suite} without {collection}: selected {label}, rule {rule!r} "
+            f"{'takes' if took else 'keeps the default over'} it")
+    return current, r.config, bool(r.decision["take_change"]), (
+        f"suite {suite}: recommendation {r.label}, rule {rule!r}")
+
+
+def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[int] = BUDGETS,
+                      method: str = "mtc", seed: int = 0, log_dir: str | Path | None = None,
+                      log: Callable[[str], None] = _quiet) -> list[dict]:
+    """One row per budget (see the module docstring): the decision with that many judgments."""
+    if method not in METHODS:
+        raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
+    current_cfg, change_cfg, prior, source = _suite_decision(suite, dataset.name)
+    specs = ["bm25", "fts5", "dense"]
+    runs = load_runs(dataset, specs, protocol.eval_split, log=log)
+    cur_run = Config.from_json(current_cfg).fuse(runs)
+    chg_run = Config.from_json(change_cfg).fuse(runs)
+    qrels = dataset.qrels(protocol.eval_split)       # read by the judge and, at the end, the grader
+    queries = sorted(qrels.qids)
+    p = pairs(cur_run, chg_run, queries)
+    order = order_pairs(p, method, seed)
+    max_grade = int(max(qrels.df.relevance.max(), 1))
+    judge = QrelsJudge(qrels)
+    path = Path(log_dir or results_dir() / "judging" / "logs") / f"{dataset.name}.{method}.jsonl"
+    if path.exists():
+        path.unlink()                                   # a simulation starts from no judgments
+    jl = JudgmentLog(path, queries, None, range(0, max_grade + 1))
+    truth = {"current": evaluate(cur_run, qrels, [METRIC])[METRIC],
+             "change": evaluate(chg_run, qrels, [METRIC])[METRIC]}
+    best = max(truth.values())
+    labels = {"current": current_cfg.get("label") or Config.from_json(current_cfg).label(specs),
+              "change": change_cfg.get("label") or Config.from_json(change_cfg).label(specs)}
+    out, done = [], 0
+    for budget in sorted(budgets):
+        for row in order.iloc[done:budget].itertuples():
+            jl.add(row.qid, row.docid, judge.grade(row.qid, row.docid), judge.name, why=row.why)
+        done = max(done, min(budget, len(order)))
+        est = estimate(p, jl.grades(), max_grade) if done else None
+        take, why = decide(prior, est)
+        chosen = "change" if take else "current"
+        out.append({
+            "collection": dataset.name, "method": method, "budget": budget, "judgments": done,
+            "decision": labels[chosen], "current": labels["current"], "take_change": take,
+            "prior_take_change": prior, "prior": source, "why": why,
+            "estimate_dcg10": None if est is None else round(est.expected, 6),
+            "settled": bool(est is not None and est.settled),
+            "judged_at_10": None if est is None else {k: round(v, 4) for k, v in est.judged_at_10.items()},
+            "ndcg10_current": round(truth["current"], 6), "ndcg10_change": round(truth["change"], 6),
+            "right": bool(best - truth[chosen] <= RIGHT_TOL),
+            "regret": round(best - truth[chosen], 6),
+            "loss_vs_current": round(truth["current"] - truth[chosen], 6),
+            "pairs_that_matter": int((p.table.delta != 0).sum()),
+        })
+    return out
+
+
+def _only_simulated(simulate: bool) -> None:
+    if not simulate:
+        raise InputError("judge: only --simulate is available (judging by a person, in the "
+                         "terminal, a notebook or a sheet, is not built yet)")
+
+
+def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, method: str = "mtc",
+                    simulate: bool = True, log: Callable[[str], None] = _quiet) -> dict:
+    """``rrfbench judge DATASET --simulate``: the decision with ``budget`` simulated judgments
+    (a collection of the suite is judged against the suite's decision made without it; any
+    other collection against the suite's recommendation)."""
+    _only_simulated(simulate)
+    if name is None:
+        raise InputError("judge: name a collection (or --all)")
+    if budget < 0:
+        raise InputError(f"--budget: {budget} is not a count of judgments (0 or more)")
+    members = {d.name: (d, p) for d, p in suite_members(suite)}
+    ds, pr = members.get(name) or (None, None)
+    if ds is None:
+        ds = load_dataset(name)
+        pr = choose_protocol(ds.splits)
+    return simulate_decision(ds, pr, suite, [budget], method, log=log)[0]
+
+
+def simulation_table(suite: str = "en", budgets: Sequence[int] = BUDGETS,
+                     methods: Sequence[str] = METHODS, out: str | Path | None = None,
+                     log: Callable[[str], None] = _quiet, simulate: bool = True) -> pd.DataFrame:
+    """Every collection x method x budget; writes ``results/judging/<suite>/``: simulation.csv,
+    summary.json, simulation.png and report.md."""
+    _only_simulated(simulate)
+    members = suite_members(suite)
+    rows = []
+    tmp = Path(out or results_dir() / "judging" / suite)
+    for ds, pr in progress(members, desc=f"judging simulation ({suite})", unit="collection"):
+        for m in methods:
+            rows += simulate_decision(ds, pr, suite, budgets, m, log_dir=tmp / "logs", log=log)
+    t = pd.DataFrame(rows)
+    summary = simulation_summary(t)
+    out = tmp
+    out.mkdir(parents=True, exist_ok=True)
+    keep = [c for c in t.columns if c not in ("judged_at_10", "prior", "why")]
+    write_text(out / "simulation.csv", t[keep].to_csv(index=False, float_format="%.4f"))
+    write_json(out / "summary.json", summary.round(4).to_dict("records"))
+    _plot(summary, out / "simulation.png", suite)
+    write_text(out / "report.md", _report(t, summary, suite))
+    return t
+
+
+def simulation_summary(t: pd.DataFrame) -> pd.DataFrame:
+    """Per method and budget: decisions right (of how many), mean regret, the worst loss
+    against the current constants, judgments used on average."""
+    return (t.groupby(["method", "budget"])
+            .agg(right=("right", "sum"), of=("right", "size"), mean_regret=("regret", "mean"),
+                 worst_loss=("loss_vs_current", "max"), judgments=("judgments", "mean"))
+            .reset_index())
+
+
+def _plot(summary: pd.DataFrame, path: Path, suite: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for m, g in summary.groupby("method"):
+        axes[0].plot(g.budget, g.right / g["of"], marker="o", label=m)
+        axes[1].plot(g.budget, g.mean_regret, marker="o", label=m)
+    axes[0].set(xlabel="judgments per collection", ylabel="share of decisions right",
+                title=f"suite {suite}: decision right", ylim=(0, 1.05))
+    axes[1].set(xlabel="judgments per collection", ylabel="mean regret (nDCG@10)",
+                title="regret")
+    axes[0].legend()
+    fig.tight_layout()
+    write_figure(path, fig)
+    plt.close(fig)
+
+
+def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str) -> str:
+    lines = [f"# Deciding with a few judgments: suite {suite}", "",
+             "Per collection: the current constants (RRF k=60, equal weights) against the change "
+             "the suite selected on the other collections; the prior is the suite's decision "
+             "made without the collection; a simulated judge answers from the real qrels, which "
+             "nothing else reads until the decision is graded (right: the better candidate "
+             f"under nDCG@10, or within {RIGHT_TOL}).", "",
+             "| method | budget | right | mean regret | worst loss vs current |",
+             "|---|---|---|---|---|"]
+    for r in summary.itertuples():
+        lines.append(f"| {r.method} | {r.budget} | {r.right} of {r.of} | {r.mean_regret:.4f} | "
+                     f"{r.worst_loss:+.4f} |")
+    lines += ["", "![decision right and regret against budget](simulation.png)", ""]
+    return "\n".join(lines) + "\n"
+
+
+def headline(summary: pd.DataFrame, method: str = "mtc", budget: int = 200) -> str:
+    s = summary.set_index(["method", "budget"])
+    a, z = s.loc[(method, budget)], s.loc[(method, 0)]
+    return (f"with {budget} judgments ({method}), the decision was right on {a.right} of {a.of} "
+            f"collections (the suite's advice alone: {z.right} of {z.of})")
+

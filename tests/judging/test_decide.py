@@ -1,0 +1,78 @@
+"""Choosing what to judge and deciding: MTC order, bounds that settle, the prior's role."""
+
+import numpy as np
+import pytest
+
+from rrfbench.core.errors import InputError
+from rrfbench.core.evaluation import evaluate_per_query
+from rrfbench.core.runs import Qrels, Run
+from rrfbench.judging.decide import Estimate, decide, estimate, order_pairs, pairs
+
+
+def _run(rankings: dict, name: str) -> Run:
+    return Run.from_dict({q: {d: float(len(ds) - i) for i, d in enumerate(ds)}
+                          for q, ds in rankings.items()}, name)
+
+
+CURRENT = _run({"q1": ["a", "b", "c", "d"], "q2": ["x", "y", "z"]}, "current")
+CHANGE = _run({"q1": ["b", "a", "c", "e"], "q2": ["x", "y", "z"]}, "change")
+QRELS = Qrels.from_dict({"q1": {"a": 0, "b": 2, "e": 1, "d": 1}, "q2": {"x": 1}})
+
+
+def _dcg10(run, qrels):
+    """DCG@10 with gain = grade, the decision metric, from its definition."""
+    out = {}
+    g = {(q, d): r for q, d, r in zip(qrels.df.qid, qrels.df.docid, qrels.df.relevance, strict=True)}
+    for q, grp in run.df.groupby("qid"):
+        out[q] = sum(g.get((q, d), 0) / np.log2(r + 1)
+                     for d, r in zip(grp.docid, grp["rank"], strict=True) if r <= 10)
+    return out
+
+
+def test_mtc_asks_only_pairs_the_runs_rank_differently_largest_move_first():
+    p = pairs(CURRENT, CHANGE, ["q1", "q2"])
+    o = order_pairs(p, "mtc")
+    assert list(zip(o.qid, o.docid, strict=True)) == [("q1", "d"), ("q1", "e"), ("q1", "a"), ("q1", "b")]
+    assert (o.delta.abs().diff().dropna() <= 0).all()
+    assert o.why.str.startswith("mtc: ").all()
+    # the pool asks everything ranked, rank 1s first; random is a shuffle of the same pool
+    pool = order_pairs(p, "pool")
+    assert list(pool.qid[:3]) == ["q1", "q1", "q2"] and len(pool) == 8
+    assert set(zip(order_pairs(p, "random").qid, order_pairs(p, "random").docid, strict=True)) == \
+        set(zip(pool.qid, pool.docid, strict=True))
+    with pytest.raises(InputError, match="not one of mtc, pool, random"):
+        order_pairs(p, "best")
+
+
+def test_with_every_pair_that_matters_judged_the_estimate_is_the_true_dcg_difference():
+    p = pairs(CURRENT, CHANGE, ["q1", "q2"])
+    grades = {(q, d): int(QRELS.df.set_index(["qid", "docid"]).relevance.get((q, d), 0))
+              for q, d in zip(order_pairs(p, "mtc").qid, order_pairs(p, "mtc").docid, strict=True)}
+    est = estimate(p, grades, max_grade=2)
+    a, b = _dcg10(CURRENT, QRELS), _dcg10(CHANGE, QRELS)
+    truth = np.mean([b.get(q, 0) - a.get(q, 0) for q in ("q1", "q2")])
+    assert est.judged_only == pytest.approx(truth) == est.lower == est.upper
+    assert est.settled and est.lower > 0          # b (grade 2) moved to rank 1
+    # and nDCG@10 agrees in sign here (the decision metric needs no ideal ranking)
+    nd = evaluate_per_query(CHANGE, QRELS, ["nDCG@10"]) - evaluate_per_query(CURRENT, QRELS, ["nDCG@10"])
+    assert float(nd["nDCG@10"].mean()) > 0
+
+
+def test_bounds_cover_every_way_the_unjudged_could_go():
+    p = pairs(CURRENT, CHANGE, ["q1", "q2"])
+    est = estimate(p, {("q1", "b"): 2}, max_grade=2)
+    assert est.judged == 1 and est.lower < est.judged_only < est.upper and not est.settled
+    assert 0 < est.judged_at_10["current"] < 1
+
+
+def _est(expected, se, lower=-1.0, upper=1.0, judged=50):
+    return Estimate(judged, expected, lower, upper, expected, se, {"current": 0.1, "change": 0.1})
+
+
+def test_the_prior_stands_unless_the_judgments_settle_or_contradict_it():
+    assert decide(True, None) == (True, "the suite's advice alone (no judgments)")
+    assert decide(True, _est(-0.01, 0.01))[0] is True          # weak contradiction: advice stands
+    take, why = decide(True, _est(-0.05, 0.01))
+    assert take is False and why.startswith("judgments contradict")
+    assert decide(False, _est(0.05, 0.01))[0] is True
+    assert decide(True, _est(0.0, 0.1, lower=-0.2, upper=-0.01))[0] is False   # settled

@@ -1,0 +1,50 @@
+"""``rrfbench judge --simulate``: the console script, with right and wrong arguments."""
+
+import json
+import shutil
+
+from tests.conftest import ROOT, needs_cranfield
+from tests.test_cli import console, one_line_error
+
+
+def _with_suite_result(results_root):
+    dst = results_root / "transfer" / "en" / "best.json"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "results" / "transfer" / "en" / "best.json", dst)
+
+
+@needs_cranfield
+def test_a_simulated_decision_reports_itself_and_is_graded_on_the_full_qrels(results_root):
+    _with_suite_result(results_root)
+    env = {"RRFBENCH_RESULTS": str(results_root)}
+    code, out, err = console("judge", "cranfield", "--simulate", "--budget", "60", "--json", env=env)
+    assert code == 0, err
+    row = json.loads(out)
+    assert {"decision", "current", "judgments", "right", "regret"} <= set(row)
+    assert row["judgments"] == 60 and row["current"] == "rrf k=60 w=1,1,1"
+    chosen = row["ndcg10_change"] if row["take_change"] else row["ndcg10_current"]
+    best = max(row["ndcg10_change"], row["ndcg10_current"])
+    assert row["regret"] == round(best - chosen, 6)
+    assert row["right"] == (best - chosen <= 0.005)
+    assert "without cranfield" in row["prior"]        # the prior never saw this collection
+    log = results_root / "judging" / "logs" / "cranfield.mtc.jsonl"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(lines) == 60 and all(x["why"].startswith("mtc: ") for x in lines)
+    # with no judgments, the decision is the suite's advice made without the collection
+    code, out, _ = console("judge", "cranfield", "--simulate", "--budget", "0", "--json", env=env)
+    zero = json.loads(out)
+    assert zero["judgments"] == 0 and zero["take_change"] == zero["prior_take_change"]
+
+
+def _refused(*args):
+    code, _, err = console(*args)
+    return code, err
+
+
+def test_wrong_arguments_get_one_line():
+    one_line_error(*_refused("judge", "cranfield"), "only --simulate")
+    one_line_error(*_refused("judge", "cranfield", "--simulate", "--method", "best"),
+                   "--method", "mtc, pool, random")
+    one_line_error(*_refused("judge", "cranfield", "--simulate", "--budget", "-1"), "--budget")
+    one_line_error(*_refused("judge", "--simulate"), "name a collection")
+    one_line_error(*_refused("judge", "no-such-collection", "--simulate"), "no-such-collection")
