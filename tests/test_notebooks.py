@@ -17,8 +17,8 @@ from tests.conftest import _have
 from tests.nbrun import NOTEBOOKS, copy_results, environment, execute, images, text_outputs
 
 
-def test_there_are_eight_notebooks():
-    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07", "08"]
+def test_there_are_nine_notebooks():
+    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07", "08", "09"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -40,7 +40,7 @@ RIGHT_TOL = 0.005     # a decision within this much nDCG@10 of the better candid
 METRIC = "nDCG@10"
 
 
-def _suite_decision(suite: str, collection: str) -> tuple[dict, dict, bool, str]:
+def suite_candidates(suite: str, collection: str) -> tuple[dict, dict, bool, str]:
     """(current config, change config, prior: take the change?, where the prior comes from)."""
     path = transfer_dir(suite) / "best.json"
     if not path.exists():
@@ -68,7 +68,7 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
     """One row per budget (see the module docstring): the decision with that many judgments."""
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
-    current_cfg, change_cfg, prior, source = _suite_decision(suite, dataset.name)
+    current_cfg, change_cfg, prior, source = suite_candidates(suite, dataset.name)
     specs = ["bm25", "fts5", "dense"]
     runs = load_runs(dataset, specs, protocol.eval_split, log=log)
     cur_run = Config.from_json(current_cfg).fuse(runs)
