@@ -25,7 +25,7 @@ def test_summation_order_changes_float32_but_not_exact_cosines():
     assert np.array_equal(exact[:, 250:], exact_cosines(q, d[250:]))
     assert np.array_equal(exact[3], exact_cosines(q[3:4], d)[0])
     qi, di = np.rint(q.astype(np.float64) * GRID), np.rint(d.astype(np.float64) * GRID)
-    assert exact[5, 7] == sum(int(a) * int(b) for a, b in zip(qi[5], di[7])) / GRID ** 2
+    assert exact[5, 7] == sum(int(a) * int(b) for a, b in zip(qi[5], di[7], strict=True)) / GRID ** 2
     # and within the grid's rounding of the float64 cosine
     assert np.abs(exact - q.astype(np.float64) @ d.astype(np.float64).T).max() < 1e-5
 
