@@ -164,7 +164,8 @@ def retrievers_section(dataset: str, scores) -> str:
     """The single retrievers (:class:`rrfbench.results.dataset.RetrieverScores`) as a report section."""
     if not scores.rows:
         return ""
-    return f"## Single retrievers ({dataset})\n\n" + md_table(scores.table(cached=False)) + "\n"
+    return (f"## Single retrievers ({dataset})\n\n"
+            + md_table(scores.table(cached=False, timing=False)) + "\n")
 
 
 def write_sweep_outputs(result: SweepResult, table, eval_table, out: Path) -> dict[str, str]:

@@ -26,3 +26,20 @@ def test_write_report_orders_sections(tmp_path):
     write_report(tmp_path, {"sweep": "## S2\n"})  # one section regenerated, others kept
     text = (tmp_path / "report.md").read_text()
     assert "## S2" in text and "## P" in text and "## S\n" not in text
+
+
+def test_committed_retriever_tables_hold_nothing_a_rerun_changes():
+    """A fresh clone that retrieves its runs anew writes the same retrievers.json and report
+    section: no retrieval times, no cache state (they are printed, and kept in the ignored
+    demo_timing.json)."""
+    import json
+
+    from tests.conftest import ROOT
+
+    files = sorted((ROOT / "results").glob("*/retrievers.json"))
+    assert files
+    for f in files:
+        assert all({"retrieve_s", "cached"}.isdisjoint(row) for row in json.loads(f.read_text())), f
+        md = f.with_name("report.retrievers.md")
+        if md.exists():
+            assert "retrieve_s" not in md.read_text() and "cached" not in md.read_text(), md
