@@ -11,13 +11,16 @@ evaluation", SIGIR 2006): :func:`order_pairs` with ``mtc`` puts first the pairs 
 the queries and the two runs) and ``random`` are the baselines.
 
 After each batch, :func:`estimate` gives the mean DCG@10 difference over the evaluation queries
-in three ways: from the judged documents alone (unjudged count as not relevant), its MTC bounds
-(every unjudged document at the lowest or the highest grade, so the decision is *settled* when
-the bounds exclude 0), and the expected difference (unjudged documents at the relevance rate of
-the judged ones, weighted by what they would move). :func:`decide` then combines the prior and
-the judgments this way: the prior decision (the suite's advice, made without this collection)
-stands unless the judgments settle the question, or their expected difference points the other
-way by more than ``z`` standard errors over queries; with no judgments it is the prior.
+from the judged documents alone (unjudged count as not relevant: the estimate uses only what
+was judged, and ``judged_at_10`` says how much of each run's top 10 that is), its standard error
+over queries, and its MTC bounds (every unjudged document at the lowest or the highest grade,
+so the decision is *settled* when the bounds exclude 0). :func:`decide` then combines the prior
+and the judgments this way: the prior decision (the suite's advice, made without this
+collection) stands unless the judgments settle the question, or their estimate points the other
+way by more than ``z`` standard errors; with no judgments it is the prior. (An estimate that
+extrapolated the unjudged documents at the judged ones' relevance rate was tried first and
+dropped: MTC judges the pairs that move the difference most, not a sample, so that rate is
+biased, and on the simulation it swung by several hundredths between budgets.)
 
 Called from: ``workflows.judge`` (the simulation and the judging commands) and tests.
 """
@@ -105,11 +108,10 @@ class Estimate:
     """The mean DCG@10 difference (change - current) over the evaluation queries."""
 
     judged: int          # judgments used
-    judged_only: float   # unjudged as not relevant
+    judged_only: float   # the estimate: unjudged documents count as not relevant
     lower: float         # MTC bounds: every unjudged document at the lowest / highest grade
     upper: float
-    expected: float      # unjudged at the judged documents' relevance rate
-    se: float            # standard error of ``expected`` over queries
+    se: float            # standard error of ``judged_only`` over queries
     judged_at_10: dict   # share of each run's top 10 judged: {"current": .., "change": ..}
 
     @property
@@ -122,14 +124,13 @@ def estimate(p: Pairs, grades: Mapping[tuple[str, str], int], max_grade: int) ->
     g = np.array([grades.get((q, d), -1) for q, d in zip(t.qid, t.docid, strict=True)],
                  dtype=np.float64)
     judged = g >= 0
-    rate = float(g[judged].mean() / max_grade) if judged.any() and max_grade else 0.0
     per_q_judged = np.where(judged, g, 0.0) * t.delta.to_numpy()
     unj = ~judged * t.delta.to_numpy()
     lo = np.where(unj < 0, unj * max_grade, 0.0)
     hi = np.where(unj > 0, unj * max_grade, 0.0)
-    exp = per_q_judged + unj * rate * max_grade
     nq = max(len(p.queries), 1)
-    by_q = pd.Series(exp).groupby(t.qid.to_numpy()).sum().reindex(list(p.queries), fill_value=0.0)
+    by_q = (pd.Series(per_q_judged).groupby(t.qid.to_numpy()).sum()
+            .reindex(list(p.queries), fill_value=0.0))
     se = float(by_q.std(ddof=1) / np.sqrt(nq)) if nq > 1 else 0.0
     share = {}
     for side, col in (("current", "rank_current"), ("change", "rank_change")):
@@ -137,7 +138,7 @@ def estimate(p: Pairs, grades: Mapping[tuple[str, str], int], max_grade: int) ->
         share[side] = float(judged[on].mean()) if on.any() else 1.0
     return Estimate(int(judged.sum()), float(per_q_judged.sum() / nq),
                     float((per_q_judged.sum() + lo.sum()) / nq),
-                    float((per_q_judged.sum() + hi.sum()) / nq), float(exp.sum() / nq), se, share)
+                    float((per_q_judged.sum() + hi.sum()) / nq), se, share)
 
 
 def decide(prior_take: bool, est: Estimate | None, z: float = 1.645) -> tuple[bool, str]:
@@ -147,8 +148,9 @@ def decide(prior_take: bool, est: Estimate | None, z: float = 1.645) -> tuple[bo
         return prior_take, "the suite's advice alone (no judgments)"
     if est.settled:
         return est.lower > 0, f"settled by {est.judged} judgments (bounds {est.lower:+.4f}, {est.upper:+.4f})"
-    if prior_take and est.expected < -z * est.se:
-        return False, f"judgments contradict the advice (expected {est.expected:+.4f}, se {est.se:.4f})"
-    if not prior_take and est.expected > z * est.se:
-        return True, f"judgments contradict the advice (expected {est.expected:+.4f}, se {est.se:.4f})"
-    return prior_take, f"the advice stands ({est.judged} judgments: expected {est.expected:+.4f}, se {est.se:.4f})"
+    d, se = est.judged_only, est.se
+    if prior_take and d < -z * se:
+        return False, f"judgments contradict the advice (DCG@10 difference {d:+.4f}, se {se:.4f})"
+    if not prior_take and d > z * se:
+        return True, f"judgments contradict the advice (DCG@10 difference {d:+.4f}, se {se:.4f})"
+    return prior_take, f"the advice stands ({est.judged} judgments: DCG@10 difference {d:+.4f}, se {se:.4f})"

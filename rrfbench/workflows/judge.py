@@ -100,7 +100,8 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
             "collection": dataset.name, "method": method, "budget": budget, "judgments": done,
             "decision": labels[chosen], "current": labels["current"], "take_change": take,
             "prior_take_change": prior, "prior": source, "why": why,
-            "estimate_dcg10": None if est is None else round(est.expected, 6),
+            "estimate_dcg10": None if est is None else round(est.judged_only, 6),
+            "se_dcg10": None if est is None else round(est.se, 6),
             "settled": bool(est is not None and est.settled),
             "judged_at_10": None if est is None else {k: round(v, 4) for k, v in est.judged_at_10.items()},
             "ndcg10_current": round(truth["current"], 6), "ndcg10_change": round(truth["change"], 6),
@@ -209,6 +210,6 @@ def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str) -> str:
 def headline(summary: pd.DataFrame, method: str = "mtc", budget: int = 200) -> str:
     s = summary.set_index(["method", "budget"])
     a, z = s.loc[(method, budget)], s.loc[(method, 0)]
-    return (f"with {budget} judgments ({method}), the decision was right on {a.right} of {a.of} "
-            f"collections (the suite's advice alone: {z.right} of {z.of})")
+    return (f"with {budget} judgments ({method}), the decision was right on {int(a.right)} of "
+            f"{int(a['of'])} collections (the suite's advice alone: {int(z.right)} of {int(z['of'])})")
 

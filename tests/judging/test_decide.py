@@ -65,8 +65,8 @@ def test_bounds_cover_every_way_the_unjudged_could_go():
     assert 0 < est.judged_at_10["current"] < 1
 
 
-def _est(expected, se, lower=-1.0, upper=1.0, judged=50):
-    return Estimate(judged, expected, lower, upper, expected, se, {"current": 0.1, "change": 0.1})
+def _est(diff, se, lower=-1.0, upper=1.0, judged=50):
+    return Estimate(judged, diff, lower, upper, se, {"current": 0.1, "change": 0.1})
 
 
 def test_the_prior_stands_unless_the_judgments_settle_or_contradict_it():
