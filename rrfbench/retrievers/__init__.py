@@ -12,7 +12,7 @@ kind           variants                                     options
                ``and_tokens``, ``titan`` (titan's builder), (sentences or ``words`` N),
                ``jieba``, ``trigram`` (FTS5's trigram       ``overlap``
                tokenizer)
-``dense``      ``onnx`` (fp32, default), ``torch``,
+``dense``      ``torch`` (fp32, capped: default), ``onnx``,
                ``onnx-int8``, ``onnx-int8-vnni``, ``ann`` (FAISS HNSW
                over the default backend's embeddings)       ``model`` (a local folder, or
                                                             ``use-multilingual-v3``)
@@ -33,7 +33,7 @@ from __future__ import annotations
 from ..core.errors import InputError
 from .base import RunResult, cached_run, lib_versions, run_path
 from .bm25 import BM25Retriever
-from .dense import DenseRetriever
+from .dense import DEFAULT_BACKEND, DenseRetriever
 from .entity import EntityRetriever
 from .fts5 import FTS5Retriever
 from .graph import GraphRetriever
@@ -44,7 +44,7 @@ VARIANTS: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...]]] = {
     "bm25": ("en", ("en", "jieba"), ("k1", "b")),
     "fts5": ("or_tokens", ("or_tokens", "phrase", "and_tokens", "titan", "jieba", "trigram"),
              ("granularity", "span", "words", "overlap")),
-    "dense": ("onnx", ("onnx", "torch", "onnx-int8", "onnx-int8-vnni", "ann"), ("model",)),
+    "dense": (DEFAULT_BACKEND, ("torch", "onnx", "onnx-int8", "onnx-int8-vnni", "ann"), ("model",)),
     "rank_bm25": ("regex", ("regex", "jieba"), ()),
     "entity": (None, (), ("min_len",)),
     "graph": (None, (), ("seed", "hops", "graph", "neighbours", "seed_limit", "direction")),
