@@ -20,6 +20,7 @@ from rich.table import Table
 
 from .adaptive.features import FEATURE_SETS
 from .adaptive.policies import KINDS, N_CANDIDATES
+from .core.errors import InputError
 from .core.exits import run_app
 from .data.datasets import search_path
 from .data.ingest import MANIFEST, Columns
@@ -58,6 +59,7 @@ from .workflows.judge import (
     simulation_summary,
     simulation_table,
 )
+from .workflows.judging_session import import_sheet, judge_terminal, open_session, write_sheet
 from .workflows.options import check_specs, parse_depths, parse_numbers
 from .workflows.suite import adapt_suite
 
@@ -337,26 +339,71 @@ def adapt(
 
 @app.command()
 def judge(
-    dataset: Annotated[str, typer.Argument(help="the collection to decide for (with --all: ignored)")] = None,
+    dataset: Annotated[str, typer.Argument(help="the collection to decide for: a name or a BEIR folder (with --all: ignored)")] = None,
     simulate: Annotated[bool, typer.Option("--simulate", help="judge with the collection's own qrels, hidden from everything but the simulated judge, and grade the decision")] = False,
     budget: Annotated[int, typer.Option("--budget", help="judgments at most")] = 200,
     method: Annotated[str, typer.Option("--method", help=f"which pairs to judge: {_one_of(JUDGE_METHODS)}")] = "mtc",
     suite: Annotated[str, typer.Option("--suite", help="the suite whose advice is the prior")] = "en",
     every: Annotated[bool, typer.Option("--all", help=f"every collection of the suite, budgets {','.join(map(str, BUDGETS))}, every method: writes results/judging/<suite>/")] = False,
+    sheet: Annotated[Path, typer.Option("--sheet", help="write the next batch to judge as a TSV to fill in (grade column empty), and stop")] = None,
+    import_: Annotated[Path, typer.Option("--import", help="read a filled sheet back into the judgments, and show the decision")] = None,
+    batch: Annotated[int, typer.Option("--batch", help="pairs per batch (the decision is updated after each)")] = 10,
+    scale: Annotated[str, typer.Option("--scale", help="the grades allowed, e.g. 0,1 or 0,1,2")] = "0,1",
+    split: Annotated[str, typer.Option("--split", help="the queries to judge (default: every query)")] = None,
+    log_path: Annotated[Path, typer.Option("--log", help="the judgments file (default: results/judging/collections/<name>/judgments.jsonl)")] = None,
+    qrels_out: Annotated[Path, typer.Option("--qrels-out", help="also write the judgments as BEIR qrels (query-id, corpus-id, score)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False,
 ):
     """Decide between the current constants (RRF k=60) and the suite's advice from a few
-    judgments chosen for the decision. Only --simulate runs today (judging by a person in the
-    terminal, a notebook or a sheet is not built yet)."""
+    judgments chosen for the decision: a person judges in the terminal (default) or in a sheet
+    (--sheet, then --import); --simulate grades the decision with a collection's own qrels."""
+    if simulate or every:
+        return _judge_simulated(dataset, budget, method, suite, every, as_json)
+    if dataset is None:
+        raise InputError("judge: name a collection (a name or a BEIR folder)")
+    grades = [int(g) for g in parse_numbers("--scale", scale)]
+    session = open_session(dataset, suite, split, log_path, grades, method, batch, budget,
+                           log=_quiet if as_json else _log)
+    if sheet is not None:
+        out = write_sheet(session, sheet)
+        return _say(f"{out}: {len(session.next_batch())} pairs to grade "
+                    f"({', '.join(map(str, session.log.scale))}); read it back with "
+                    f"rrfbench judge {dataset} --import {out}")
+    if import_ is not None:
+        got = import_sheet(session, import_)
+        _say(f"{import_}: {got['added']} judgments added, {got['already']} already there, "
+             f"{got['conflicts']} conflicting (kept, shown by the log)")
+        status = session.status()
+    else:
+        status = judge_terminal(session, read=_read_stderr if as_json else input,
+                                write=(lambda _: None) if as_json else print)
+    if qrels_out is not None:
+        session.log.write_qrels(qrels_out)
+    if as_json:
+        return print(json.dumps(status))
+    _say(f"{status['collection']}: {'take' if status['take_change'] else 'keep'} -> "
+         f"{status['decision']} (current: {status['current']}); {status['judgments']} judgments; "
+         f"{status['why']}")
+
+
+def _read_stderr(prompt: str) -> str:
+    """A line of stdin, the prompt on stderr (stdout holds only the JSON)."""
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line
+
+
+def _judge_simulated(dataset, budget, method, suite, every, as_json):
     if every:
-        s = simulation_summary(simulation_table(suite, log=_quiet if as_json else _log,
-                                                simulate=simulate))
+        s = simulation_summary(simulation_table(suite, log=_quiet if as_json else _log))
         if as_json:
             return print(json.dumps(s.round(4).to_dict("records")))
         _show(f"suite {suite}: decisions right by judgments", s)
         return _say(headline(s))
-    row = judge_simulated(dataset, suite, budget, method, simulate=simulate,
-                          log=_quiet if as_json else _log)
+    row = judge_simulated(dataset, suite, budget, method, log=_quiet if as_json else _log)
     if as_json:
         return print(json.dumps(row))
     _say(f"{row['collection']}: {'take' if row['take_change'] else 'keep'} -> {row['decision']} "

@@ -77,6 +77,9 @@ def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
     return rows
 
 
+UNJUDGED = "all"   # the split of every query, judged or not: a team's collection before judging
+
+
 @dataclass
 class Dataset:
     """One test collection: corpus, queries, and qrels per split.
@@ -136,7 +139,10 @@ class Dataset:
         return found or ["test"]
 
     def qrels(self, split: str = "test") -> Qrels:
-        """Judgments of ``split``; an unknown split raises naming the ones that exist."""
+        """Judgments of ``split``; an unknown split raises naming the ones that exist.
+        ``UNJUDGED`` (a collection's own queries, before any judgment) has none."""
+        if split == UNJUDGED and split not in self.splits:
+            return Qrels(pd.DataFrame(columns=["qid", "docid", "relevance"]), f"{self.name}/{split}")
         if split not in self.splits:
             raise InputError(f"no qrels split {split!r} in dataset {self.name!r}; "
                              f"available: {', '.join(self.splits) or '(none)'}",
@@ -153,7 +159,9 @@ class Dataset:
         return self._qrels[split]
 
     def split_queries(self, split: str = "test") -> pd.DataFrame:
-        """Queries (qid, text) judged in ``split``, sorted by qid."""
+        """Queries (qid, text) judged in ``split``, sorted by qid; ``UNJUDGED``: every query."""
+        if split == UNJUDGED and split not in self.splits:
+            return self.queries.sort_values("qid", kind="mergesort").reset_index(drop=True)
         qids = set(self.qrels(split).qids)
         q = self.queries[self.queries.qid.isin(qids)]
         return q.sort_values("qid", kind="mergesort").reset_index(drop=True)

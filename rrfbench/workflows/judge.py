@@ -16,8 +16,10 @@ Called from: the CLI's ``judge`` command and tests.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..core.errors import InputError
@@ -26,7 +28,7 @@ from ..core.progress import progress
 from ..core.store import results_dir, write_figure, write_json, write_text
 from ..data.datasets import load_dataset
 from ..fusion.config import Config
-from ..judging.decide import METHODS, decide, estimate, order_pairs, pairs
+from ..judging.decide import METHODS, Prior, decide, estimate, order_pairs, pairs, posterior, stop
 from ..judging.judges import QrelsJudge
 from ..judging.log import JudgmentLog
 from ..results.dataset import load_result
@@ -40,8 +42,24 @@ RIGHT_TOL = 0.005     # a decision within this much nDCG@10 of the better candid
 METRIC = "nDCG@10"
 
 
-def suite_candidates(suite: str, collection: str) -> tuple[dict, dict, bool, str]:
-    """(current config, change config, prior: take the change?, where the prior comes from)."""
+@dataclass(frozen=True)
+class Candidates:
+    """The decision to make: the current constants, the change, the suite's own decision for
+    this collection (``prior_take``, made without it), where it comes from, and the prior
+    (:class:`~rrfbench.judging.decide.Prior`) the judgments update."""
+
+    current: dict
+    change: dict
+    prior_take: bool
+    source: str
+    prior: Prior
+
+
+def suite_candidates(suite: str, collection: str) -> Candidates:
+    """The candidates and the prior for ``collection`` from the suite's saved result: for a
+    member of the suite, its leave-one-collection-out selection, the rule's nested decision and
+    the other collections' LOCO gains; for any other collection, the recommendation and every
+    collection's LOCO gain."""
     path = transfer_dir(suite) / "best.json"
     if not path.exists():
         raise InputError(f"{path}: no suite result; run rrfbench sweep --suite {suite} first")
@@ -50,16 +68,19 @@ def suite_candidates(suite: str, collection: str) -> tuple[dict, dict, bool, str
     current = r.default["config"]
     rows = {row["collection"]: row for row in r.loco}
     rule = r.decision["rule"]
+    gains = [row["default"]["delta"] for c, row in rows.items() if c != collection]
+    prior = Prior(float(np.mean(gains)), float(np.std(gains, ddof=1)) if len(gains) > 1 else 0.0,
+                  len(gains), f"the LOCO gains of suite {suite} on {len(gains)} other collections")
     if collection in rows:
         label = rows[collection]["selected"]
         if label not in grid:
             raise InputError(f"{path}: the selection {label!r} is not in the default grid")
         took = r.decision["grading"]["rules"][rule]["per_collection"][collection]["took_change"]
-        return current, grid[label].to_json(), bool(took), (
+        return Candidates(current, grid[label].to_json(), bool(took), (
             f"suite {suite} without {collection}: selected {label}, rule {rule!r} "
-            f"{'takes' if took else 'keeps the default over'} it")
-    return current, r.config, bool(r.decision["take_change"]), (
-        f"suite {suite}: recommendation {r.label}, rule {rule!r}")
+            f"{'takes' if took else 'keeps the default over'} it"), prior)
+    return Candidates(current, r.config, bool(r.decision["take_change"]),
+                      f"suite {suite}: recommendation {r.label}, rule {rule!r}", prior)
 
 
 def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[int] = BUDGETS,
@@ -68,7 +89,9 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
     """One row per budget (see the module docstring): the decision with that many judgments."""
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
-    current_cfg, change_cfg, prior, source = suite_candidates(suite, dataset.name)
+    cands = suite_candidates(suite, dataset.name)
+    current_cfg, change_cfg, prior, source = (cands.current, cands.change, cands.prior_take,
+                                              cands.source)
     specs = ["bm25", "fts5", "dense"]
     runs = load_runs(dataset, specs, protocol.eval_split, log=log)
     cur_run = Config.from_json(current_cfg).fuse(runs)
@@ -94,7 +117,8 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
             jl.add(row.qid, row.docid, judge.grade(row.qid, row.docid), judge.name, why=row.why)
         done = max(done, min(budget, len(order)))
         est = estimate(p, jl.grades(), max_grade) if done else None
-        take, why = decide(prior, est)
+        take, why = decide(prior, est, cands.prior)
+        post = posterior(cands.prior, est)
         chosen = "change" if take else "current"
         out.append({
             "collection": dataset.name, "method": method, "budget": budget, "judgments": done,
@@ -102,6 +126,10 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
             "prior_take_change": prior, "prior": source, "why": why,
             "estimate_dcg10": None if est is None else round(est.judged_only, 6),
             "se_dcg10": None if est is None else round(est.se, 6),
+            "estimate_ndcg10": None if est is None else round(est.ndcg, 6),
+            "se_ndcg10": None if est is None else round(est.ndcg_se, 6),
+            "posterior_gain": round(post[0], 6), "posterior_sd": round(post[1], 6),
+            "stop": stop(cands.prior, est),
             "settled": bool(est is not None and est.settled),
             "judged_at_10": None if est is None else {k: round(v, 4) for k, v in est.judged_at_10.items()},
             "ndcg10_current": round(truth["current"], 6), "ndcg10_change": round(truth["change"], 6),
@@ -113,18 +141,11 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
     return out
 
 
-def _only_simulated(simulate: bool) -> None:
-    if not simulate:
-        raise InputError("judge: only --simulate is available (judging by a person, in the "
-                         "terminal, a notebook or a sheet, is not built yet)")
-
-
 def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, method: str = "mtc",
-                    simulate: bool = True, log: Callable[[str], None] = _quiet) -> dict:
+                    log: Callable[[str], None] = _quiet) -> dict:
     """``rrfbench judge DATASET --simulate``: the decision with ``budget`` simulated judgments
     (a collection of the suite is judged against the suite's decision made without it; any
     other collection against the suite's recommendation)."""
-    _only_simulated(simulate)
     if name is None:
         raise InputError("judge: name a collection (or --all)")
     if budget < 0:
@@ -139,10 +160,9 @@ def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, meth
 
 def simulation_table(suite: str = "en", budgets: Sequence[int] = BUDGETS,
                      methods: Sequence[str] = METHODS, out: str | Path | None = None,
-                     log: Callable[[str], None] = _quiet, simulate: bool = True) -> pd.DataFrame:
+                     log: Callable[[str], None] = _quiet) -> pd.DataFrame:
     """Every collection x method x budget; writes ``results/judging/<suite>/``: simulation.csv,
     summary.json, simulation.png and report.md."""
-    _only_simulated(simulate)
     members = suite_members(suite)
     rows = []
     tmp = Path(out or results_dir() / "judging" / suite)
@@ -203,6 +223,21 @@ def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str) -> str:
     for r in summary.itertuples():
         lines.append(f"| {r.method} | {r.budget} | {r.right} of {r.of} | {r.mean_regret:.4f} | "
                      f"{r.worst_loss:+.4f} |")
+    lines += ["", "The decision with judgments: the prior (the mean and spread of the suite's LOCO "
+              "gains on the other collections) and the judged nDCG@10 difference (each query's "
+              "ideal from its judged grades; unjudged documents not relevant; standard error "
+              "floored at 0.005) combined by their precisions; the change is taken when the "
+              "posterior gain is above 0 (rrfbench/judging/decide.py).", "",
+              "How often the judged estimate's sign agrees with the nDCG@10 difference under the "
+              "full qrels (differences within 0.005 count as agreeing):", "",
+              "| method | " + " | ".join(str(b) for b in sorted(t.budget.unique()) if b) + " |",
+              "|---|" + "---|" * int((t.budget.unique() > 0).sum())]
+    for m, g in t[t.budget > 0].groupby("method"):
+        true = g.ndcg10_change - g.ndcg10_current
+        ok = (true.abs() <= RIGHT_TOL) | ((g.estimate_ndcg10 > 0) == (true > 0))
+        per = ok.groupby(g.budget).agg(["sum", "size"])
+        lines.append(f"| {m} | " + " | ".join(f"{int(a)} of {int(b)}" for a, b in
+                                              zip(per["sum"], per["size"], strict=True)) + " |")
     lines += ["", "![decision right and regret against budget](simulation.png)", ""]
     return "\n".join(lines) + "\n"
 

@@ -6,7 +6,17 @@ import pytest
 from rrfbench.core.errors import InputError
 from rrfbench.core.evaluation import evaluate_per_query
 from rrfbench.core.runs import Qrels, Run
-from rrfbench.judging.decide import Estimate, decide, estimate, order_pairs, pairs
+from rrfbench.judging.decide import (
+    SE_FLOOR,
+    Estimate,
+    Prior,
+    decide,
+    estimate,
+    order_pairs,
+    pairs,
+    posterior,
+    stop,
+)
 
 
 def _run(rankings: dict, name: str) -> Run:
@@ -65,14 +75,50 @@ def test_bounds_cover_every_way_the_unjudged_could_go():
     assert 0 < est.judged_at_10["current"] < 1
 
 
-def _est(diff, se, lower=-1.0, upper=1.0, judged=50):
-    return Estimate(judged, diff, lower, upper, se, {"current": 0.1, "change": 0.1})
+def test_the_ndcg_estimate_uses_each_querys_judged_ideal():
+    p = pairs(CURRENT, CHANGE, ["q1", "q2"])
+    grades = {(q, d): int(QRELS.df.set_index(["qid", "docid"]).relevance.get((q, d), 0))
+              for q, d in zip(p.table.qid, p.table.docid, strict=True)}
+    est = estimate(p, grades, max_grade=2)
+    # every relevant document of the toy qrels is in one of the two top 10s: the judged ideal
+    # is the true one, and the estimate is the true nDCG@10 difference
+    nd = evaluate_per_query(CHANGE, QRELS, ["nDCG@10"]) - evaluate_per_query(CURRENT, QRELS, ["nDCG@10"])
+    assert est.ndcg == pytest.approx(float(nd["nDCG@10"].reindex(["q1", "q2"]).fillna(0).mean()))
+    # one judgment: the ideal is that one grade, so the query's difference is relative to it
+    one = estimate(p, {("q1", "b"): 2}, max_grade=2)
+    assert one.ndcg != 0 and one.ndcg_se > 0
 
 
-def test_the_prior_stands_unless_the_judgments_settle_or_contradict_it():
-    assert decide(True, None) == (True, "the suite's advice alone (no judgments)")
-    assert decide(True, _est(-0.01, 0.01))[0] is True          # weak contradiction: advice stands
-    take, why = decide(True, _est(-0.05, 0.01))
-    assert take is False and why.startswith("judgments contradict")
-    assert decide(False, _est(0.05, 0.01))[0] is True
-    assert decide(True, _est(0.0, 0.1, lower=-0.2, upper=-0.01))[0] is False   # settled
+def _est(ndcg, se, lower=-1.0, upper=1.0, judged=50):
+    return Estimate(judged, ndcg, lower, upper, se, {"current": 0.1, "change": 0.1}, ndcg, se)
+
+
+PRIOR = Prior(0.03, 0.03, 8)
+
+
+def test_the_posterior_weighs_prior_and_judgments_by_their_precision():
+    m0, s0 = posterior(PRIOR, None)
+    assert (m0, s0) == (0.03, pytest.approx(0.03 * np.sqrt(1 + 1 / 8)))
+    m, sd = posterior(PRIOR, _est(-0.02, 0.01))
+    w_p, w_j = 1 / s0 ** 2, 1 / 0.01 ** 2
+    assert m == pytest.approx((0.03 * w_p - 0.02 * w_j) / (w_p + w_j)) and m < 0
+    assert sd == pytest.approx((w_p + w_j) ** -0.5) and sd < min(s0, 0.01)
+    # a standard error below the floor is raised to it (a few judgments are not that sure)
+    assert posterior(PRIOR, _est(-0.02, 0.0)) == posterior(PRIOR, _est(-0.02, SE_FLOOR))
+
+
+def test_the_decision_follows_the_rule_then_the_posterior_then_settled_bounds():
+    assert decide(True, None, PRIOR) == (True, "the suite's advice alone (no judgments)")
+    assert decide(False, _est(0.0, 0.01, judged=0), PRIOR)[0] is False
+    take, why = decide(True, _est(-0.02, 0.01), PRIOR)
+    assert take is False and why.startswith("keep the current constants: posterior gain -0.")
+    assert decide(True, _est(-0.002, 0.03), PRIOR)[0] is True     # weak evidence: the prior wins
+    assert decide(False, _est(0.02, 0.01), PRIOR)[0] is True
+    assert decide(True, _est(0.05, 0.01, lower=-0.2, upper=-0.01), PRIOR)[0] is False  # settled
+
+
+def test_judging_stops_when_the_posterior_is_sure_or_the_bounds_settle():
+    assert not stop(PRIOR, None)                      # the prior alone never stops judging
+    assert not stop(PRIOR, _est(0.005, 0.01))
+    assert stop(PRIOR, _est(0.05, 0.005))
+    assert stop(PRIOR, _est(0.0, 0.1, lower=0.001, upper=0.2))

@@ -42,7 +42,6 @@ def _refused(*args):
 
 
 def test_wrong_arguments_get_one_line():
-    one_line_error(*_refused("judge", "cranfield"), "only --simulate")
     one_line_error(*_refused("judge", "cranfield", "--simulate", "--method", "best"),
                    "--method", "mtc, pool, random")
     one_line_error(*_refused("judge", "cranfield", "--simulate", "--budget", "-1"), "--budget")

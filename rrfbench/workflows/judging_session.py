@@ -1,0 +1,302 @@
+"""Judging a team's own collection: the next batch to judge, in the terminal or in a sheet.
+
+A :class:`Session` holds the decision (the current constants against the suite's advice, with
+the suite's prior: :func:`rrfbench.workflows.judge.suite_candidates`), the two fused runs on the
+collection's queries (a collection without qrels is judged on every query: the ``UNJUDGED``
+split), the pairs in the order of the selection method, and the :class:`JudgmentLog` the grades
+go to. Nothing here reads qrels: a session asks, records and decides. After every batch
+:meth:`Session.status` gives the estimate, the posterior and the stopping rule
+(:mod:`rrfbench.judging.decide`); the terminal prints "the decision is settled" when the rule
+says so.
+
+* :func:`judge_terminal`: one pair at a time (the query, the document with the query's terms
+  marked, a grade; ``s`` skips, ``u`` re-asks the previous pair and records the new answer as a
+  correction, ``q`` or end of input stops). Every grade is in the log before the next pair is
+  shown, so a kill loses nothing answered; the next session starts from the first pair not
+  yet judged.
+* :func:`write_sheet` / :func:`import_sheet`: the next batch as a TSV to fill in a spreadsheet
+  (a ``grade`` column left empty), and the filled sheet read back: every row checked first
+  (file, line and problem in one line), then appended; an empty grade is a skip.
+
+Called from: the CLI's ``judge`` command (without ``--simulate``), notebooks and tests.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import Stemmer
+from sklearn.feature_extraction._stop_words import ENGLISH_STOP_WORDS
+
+from ..core.errors import InputError
+from ..core.runs import Run, read_text
+from ..core.store import results_dir, write_text
+from ..data.datasets import UNJUDGED, Dataset, load_dataset
+from ..fusion.config import Config
+from ..judging.decide import (
+    METHODS,
+    Estimate,
+    decide,
+    estimate,
+    order_pairs,
+    pairs,
+    posterior,
+    stop,
+)
+from ..judging.log import JudgmentLog
+from .cache import _quiet
+from .dataset import load_runs
+from .judge import Candidates, suite_candidates
+
+SPECS = ("bm25", "fts5", "dense")
+SHEET_COLUMNS = ("query_id", "doc_id", "grade", "query", "document", "why")
+SNIPPET = 700          # characters of a document shown in the terminal and the sheet
+_STEM = Stemmer.Stemmer("english")
+
+
+def default_log(name: str) -> Path:
+    """Where a collection's judgments go unless ``--log`` says otherwise (not committed)."""
+    return results_dir() / "judging" / "collections" / name / "judgments.jsonl"
+
+
+@dataclass
+class Session:
+    """One collection's judging (see the module docstring)."""
+
+    dataset: Dataset
+    split: str
+    candidates: Candidates
+    current: Run
+    change: Run
+    log: JudgmentLog
+    method: str = "mtc"
+    batch: int = 10
+    budget: int = 200
+    labels: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        queries = list(self.dataset.split_queries(self.split).qid)
+        self.pairs = pairs(self.current, self.change, queries)
+        self.order = order_pairs(self.pairs, self.method)
+        self._queries = dict(zip(self.dataset.queries.qid, self.dataset.queries.text, strict=True))
+        c = self.dataset.corpus
+        self._docs = {d: f"{t}\n{x}".strip() if t else x
+                      for d, t, x in zip(c.docid, c.title, c.text, strict=True)}
+
+    # ---------------------------------------------------------------- what to judge
+    def pending(self, skip: set | None = None) -> pd.DataFrame:
+        """The pairs still to judge, in order, within the budget (skipped ones left out)."""
+        done = self.log.grades()
+        room = max(self.budget - len(done), 0)
+        keys = list(zip(self.order.qid, self.order.docid, strict=True))
+        mask = [k not in done and k not in (skip or set()) for k in keys]
+        return self.order[mask].head(room).reset_index(drop=True)
+
+    def next_batch(self, skip: set | None = None) -> pd.DataFrame:
+        return self.pending(skip).head(self.batch)
+
+    def query_text(self, qid: str) -> str:
+        return self._queries.get(qid, "")
+
+    def document_text(self, docid: str) -> str:
+        return self._docs.get(docid, "")
+
+    # ---------------------------------------------------------------- where it stands
+    def estimate(self) -> Estimate | None:
+        g = self.log.grades()
+        return estimate(self.pairs, g, max(self.log.scale)) if g else None
+
+    def status(self) -> dict:
+        est = self.estimate()
+        prior = self.candidates.prior
+        take, why = decide(self.candidates.prior_take, est, prior)
+        m, sd = posterior(prior, est)
+        return {"collection": self.dataset.name, "split": self.split,
+                "decision": self.labels["change" if take else "current"],
+                "current": self.labels["current"], "change": self.labels["change"],
+                "take_change": take, "why": why, "judgments": 0 if est is None else est.judged,
+                "posterior_gain": round(m, 6), "posterior_sd": round(sd, 6),
+                "estimate_ndcg10": None if est is None else round(est.ndcg, 6),
+                "judged_at_10": None if est is None else {k: round(v, 4) for k, v in
+                                                          est.judged_at_10.items()},
+                "settled": stop(prior, est), "budget": self.budget,
+                "pending": len(self.pending()), "conflicts": len(self.log.conflicts()),
+                "prior": self.candidates.source}
+
+
+def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = None,
+                 log_path: str | Path | None = None, scale: Sequence[int] = (0, 1),
+                 method: str = "mtc", batch: int = 10, budget: int = 200,
+                 log: Callable[[str], None] = _quiet) -> Session:
+    """A judging session on ``dataset`` (a name or a BEIR folder): its runs are retrieved or
+    read from the cache; ``split``: the queries to judge (default: every query)."""
+    if method not in METHODS:
+        raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
+    if batch < 1 or budget < 0:
+        raise InputError(f"--batch {batch} / --budget {budget}: a batch is 1 or more, a "
+                         "budget 0 or more")
+    ds = load_dataset(dataset) if isinstance(dataset, str) else dataset
+    split = split or UNJUDGED
+    if split != UNJUDGED and split not in ds.splits:
+        raise InputError(f"--split: no split {split!r} in {ds.name}; available: "
+                         f"{', '.join([UNJUDGED, *ds.splits])}")
+    cands = suite_candidates(suite, ds.name)
+    runs = load_runs(ds, list(SPECS), split, log=log)
+    cur, chg = (Config.from_json(c).fuse(runs) for c in (cands.current, cands.change))
+    labels = {side: cfg.get("label") or Config.from_json(cfg).label(list(SPECS))
+              for side, cfg in (("current", cands.current), ("change", cands.change))}
+    jl = JudgmentLog(log_path or default_log(ds.name), ds.queries.qid, ds.corpus.docid, scale)
+    return Session(ds, split, cands, cur, chg, jl, method, batch, budget, labels)
+
+
+# --------------------------------------------------------------------------- the terminal
+def marked(text: str, query: str, limit: int = SNIPPET) -> str:
+    """``text`` (cut to ``limit`` characters) with the words that share a stem with one of
+    the query's words (English Snowball stems, stop words left out) marked ``**like this**``."""
+    text = text if len(text) <= limit else text[:limit].rstrip() + " ..."
+    stems = {_STEM.stemWord(w) for w in re.findall(r"\w+", query.lower())
+             if w not in ENGLISH_STOP_WORDS}
+    if not stems:
+        return text
+    return re.sub(r"\w+", lambda m: f"**{m.group(0)}**" if m.group(0).lower() not in
+                  ENGLISH_STOP_WORDS and _STEM.stemWord(m.group(0).lower()) in stems
+                  else m.group(0), text)
+
+
+def _status_line(s: dict) -> str:
+    est = "" if s["estimate_ndcg10"] is None else f", judged nDCG@10 difference {s['estimate_ndcg10']:+.4f}"
+    return (f"{s['judgments']} judged{est}; posterior gain {s['posterior_gain']:+.4f} "
+            f"(sd {s['posterior_sd']:.4f}) -> {'take' if s['take_change'] else 'keep'}: "
+            f"{s['decision']}")
+
+
+def judge_terminal(session: Session, read: Callable[[str], str] = input,
+                   write: Callable[[str], None] = print, grader: str = "person (terminal)") -> dict:
+    """Ask pair after pair until the decision is settled, the budget is spent, or the person
+    stops (``q``, end of input, Ctrl-C); returns the final :meth:`Session.status`."""
+    scale = session.log.scale
+    skipped: set = set()
+    history: list[tuple[str, str]] = []
+    write(f"deciding: {session.labels['current']} (current) vs {session.labels['change']}; "
+          f"grades {', '.join(map(str, scale))}; s skip, u undo, q quit")
+    try:
+        while True:
+            batch = session.next_batch(skipped)
+            if batch.empty:
+                write("no pairs left to judge within the budget")
+                break
+            for row in batch.itertuples():
+                if not _ask(session, row.qid, row.docid, row.why, read, write, grader, skipped,
+                            history):
+                    return _finish(session, write)
+            s = session.status()
+            write(_status_line(s))
+            if s["settled"]:
+                write("the decision is settled: judging more cannot flip it within the margin")
+                break
+    except (EOFError, KeyboardInterrupt):
+        pass
+    return _finish(session, write)
+
+
+def _ask(session, qid, docid, why, read, write, grader, skipped, history) -> bool:
+    """One pair (and any undo before it); False when the person stops."""
+    scale = session.log.scale
+    while True:
+        write(f"\n[{len(session.log.grades()) + 1}/{session.budget}] query {qid}: "
+              f"{session.query_text(qid)}\ndocument {docid}:\n"
+              f"{marked(session.document_text(docid), session.query_text(qid))}\n({why})")
+        ans = read(f"grade ({'/'.join(map(str, scale))}, s, u, q)> ").strip().lower()
+        if ans == "q":
+            return False
+        if ans == "s":
+            skipped.add((qid, docid))
+            return True
+        if ans == "u":
+            if not history:
+                write("nothing to undo")
+                continue
+            pq, pd_ = history.pop()
+            write(f"re-asking query {pq}, document {pd_} (was {session.log.grades().get((pq, pd_))})")
+            again = read(f"grade ({'/'.join(map(str, scale))})> ").strip()
+            if again.isdigit() and int(again) in scale:
+                session.log.resolve(pq, pd_, int(again), grader)
+            else:
+                write(f"not a grade: {again!r}; the earlier grade stands")
+            continue
+        if ans.isdigit() and int(ans) in scale:
+            session.log.add(qid, docid, int(ans), grader, why=why)
+            history.append((qid, docid))
+            return True
+        write(f"not a grade: {ans!r} (one of {', '.join(map(str, scale))}, s, u, q)")
+
+
+def _finish(session: Session, write) -> dict:
+    s = session.status()
+    write(_status_line(s))
+    write(f"judgments: {session.log.path}")
+    return s
+
+
+# --------------------------------------------------------------------------- the sheet
+def write_sheet(session: Session, out: str | Path) -> Path:
+    """The next batch as a TSV to fill in (``grade`` empty), written atomically."""
+    rows = session.next_batch()
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    w.writerow(SHEET_COLUMNS)
+    for r in rows.itertuples():
+        doc = " ".join(session.document_text(r.docid)[:SNIPPET].split())
+        w.writerow([r.qid, r.docid, "", " ".join(session.query_text(r.qid).split()), doc, r.why])
+    write_text(Path(out), buf.getvalue())
+    return Path(out)
+
+
+def import_sheet(session: Session, path: str | Path, grader: str = "person (sheet)") -> dict:
+    """Read a filled sheet back into the log: every row checked before any is appended (one
+    line naming file, line and problem); an empty grade is a skip; a pair already graded the
+    same is not recorded twice; a different grade is recorded as a conflict."""
+    path = Path(path)
+    lines = read_text(path).split("\n")
+    reader = csv.reader(lines, delimiter="\t")
+    header = next(reader, None)
+    if not header or [h.strip() for h in header[:3]] != list(SHEET_COLUMNS[:3]):
+        raise InputError(f"{path}:1: not a judging sheet (the header must start "
+                         f"{', '.join(SHEET_COLUMNS[:3])})")
+    todo = []
+    for no, row in enumerate(reader, 2):
+        if not row or not any(c.strip() for c in row):
+            continue
+        if len(row) < 3:
+            raise InputError(f"{path}:{no}: {len(row)} columns; a row needs query_id, doc_id, grade")
+        q, d, g = row[0].strip(), row[1].strip(), row[2].strip()
+        if not g:
+            continue
+        if not g.lstrip("-").isdigit() or int(g) not in session.log.scale:
+            raise InputError(f"{path}:{no}: grade {g!r} is not on the scale "
+                             f"{', '.join(map(str, session.log.scale))}")
+        if session.log.queries is not None and q not in session.log.queries:
+            raise InputError(f"{path}:{no}: unknown query {q!r}")
+        if session.log.documents is not None and d not in session.log.documents:
+            raise InputError(f"{path}:{no}: unknown document {d!r}")
+        todo.append((q, d, int(g), row[5] if len(row) > 5 else ""))
+    before = session.log.grades()
+    added = same = conflicts = 0
+    for q, d, g, why in todo:
+        if before.get((q, d)) == g:
+            same += 1
+            continue
+        conflicts += (q, d) in before
+        session.log.add(q, d, g, grader, why=why or "sheet")
+        added += 1
+    return {"added": added, "already": same, "conflicts": conflicts, "log": str(session.log.path)}
+
+
+__all__ = ["Session", "open_session", "judge_terminal", "write_sheet", "import_sheet", "marked",
+           "default_log", "SPECS", "SHEET_COLUMNS"]
