@@ -6,10 +6,14 @@ their top 10 and ordering them (``pairs`` + ``order_pairs``, MTC) and updating t
 a batch (``estimate`` with 200 grades), each timed against the named baseline measured in the
 same process: one ``rrfbench.core.evaluation.evaluate`` of the fused run (nDCG@10 through
 ir_measures). Best of 5. The target: under a second each on 2 cores (a person waits for it).
+Then the judging widget's key press (``JudgingWidget.press``: the grade fsynced into the log,
+the status recomputed, the next pair rendered) on cranfield's every query, median of 20 presses,
+against the same baseline; the target: under 100 ms.
 
     python benchmarks/bench_judging.py
 
-Last lines: ``select_s``, ``estimate_s``, ``ratio_select_vs_evaluate``.
+Last lines: ``select_s``, ``estimate_s``, ``ratio_select_vs_evaluate``, ``press_ms``,
+``ratio_press_vs_evaluate``.
 """
 
 import _common  # noqa: F401  (data path, offline hub)
@@ -48,3 +52,19 @@ print(f"cranfield, {len(queries)} queries, {len(p.table)} pairs ({len(order)} th
 print(f"select_s: {t_sel:.3f}")
 print(f"estimate_s: {t_est:.3f}")
 print(f"ratio_select_vs_evaluate: {t_sel / t_eval:.2f}")
+
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+
+from rrfbench.workflows.judging_session import open_session  # noqa: E402
+from rrfbench.workflows.judging_widget import JudgingWidget  # noqa: E402
+
+with tempfile.TemporaryDirectory() as tmp:
+    w = JudgingWidget(open_session(ds, log_path=f"{tmp}/bench.jsonl", budget=400))
+    presses = []
+    for i in range(20):
+        w.press("1" if i % 3 == 0 else "0")
+        presses.append(w.last_ms)
+press = statistics.median(presses)
+print(f"press_ms: {press:.1f} (median of 20; {len(w.session.pairs.table)} pairs, every query)")
+print(f"ratio_press_vs_evaluate: {press / 1000 / t_eval:.2f}")

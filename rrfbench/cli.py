@@ -33,6 +33,7 @@ from .outputs.report import cells
 from .results.dataset import load_result
 from .results.values import WHICH
 from .systems.engines import ENGINES, spaces_of
+from .systems.registry import get_system
 from .tuning.selection import DEFAULT_RULE, OBJECTIVES, RULES
 from .workflows import regress as R
 from .workflows.commands import (
@@ -352,18 +353,22 @@ def judge(
     split: Annotated[str, typer.Option("--split", help="the queries to judge (default: every query)")] = None,
     log_path: Annotated[Path, typer.Option("--log", help="the judgments file (default: results/judging/collections/<name>/judgments.jsonl)")] = None,
     qrels_out: Annotated[Path, typer.Option("--qrels-out", help="also write the judgments as BEIR qrels (query-id, corpus-id, score)")] = None,
+    preset: Annotated[str, typer.Option("--preset", "-p", help="a studied system or engine mode: its shipped knobs against what the suite selects for it (default: free fusion, RRF k=60)")] = None,
+    param: Annotated[list[str], typer.Option("--set", help="with -p: your current knob=value (repeatable)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False,
 ):
     """Decide between the current constants (RRF k=60) and the suite's advice from a few
     judgments chosen for the decision: a person judges in the terminal (default) or in a sheet
     (--sheet, then --import); --simulate grades the decision with a collection's own qrels."""
+    settings = get_system(preset).parse_settings(param) if preset and param else (
+        {"_": param} if param else None)
     if simulate or every:
-        return _judge_simulated(dataset, budget, method, suite, every, as_json)
+        return _judge_simulated(dataset, budget, method, suite, every, as_json, preset, settings)
     if dataset is None:
         raise InputError("judge: name a collection (a name or a BEIR folder)")
     grades = [int(g) for g in parse_numbers("--scale", scale)]
     session = open_session(dataset, suite, split, log_path, grades, method, batch, budget,
-                           log=_quiet if as_json else _log)
+                           log=_quiet if as_json else _log, system=preset, settings=settings)
     if sheet is not None:
         out = write_sheet(session, sheet)
         return _say(f"{out}: {len(session.next_batch())} pairs to grade "
@@ -396,14 +401,19 @@ def _read_stderr(prompt: str) -> str:
     return line
 
 
-def _judge_simulated(dataset, budget, method, suite, every, as_json):
+def _judge_simulated(dataset, budget, method, suite, every, as_json, preset=None, settings=None):
     if every:
-        s = simulation_summary(simulation_table(suite, log=_quiet if as_json else _log))
+        if settings:
+            raise InputError("--all --set: the simulation grades the shipped knobs; give a "
+                             "collection to judge your own values")
+        s = simulation_summary(simulation_table(suite, log=_quiet if as_json else _log,
+                                                system=preset))
         if as_json:
             return print(json.dumps(s.round(4).to_dict("records")))
         _show(f"suite {suite}: decisions right by judgments", s)
         return _say(headline(s))
-    row = judge_simulated(dataset, suite, budget, method, log=_quiet if as_json else _log)
+    row = judge_simulated(dataset, suite, budget, method, log=_quiet if as_json else _log,
+                          system=preset, settings=settings)
     if as_json:
         return print(json.dumps(row))
     _say(f"{row['collection']}: {'take' if row['take_change'] else 'keep'} -> {row['decision']} "
@@ -478,9 +488,10 @@ def export(
     to: Annotated[str, typer.Option("--to", "--format", help=f"generic, a studied system's or an engine's own: {_one_of(formats())}")],
     output: Annotated[Path, typer.Option("-o", "--output")] = None,
     which: Annotated[str, typer.Option(help=f"with a suite result: {_one_of(WHICH[::-1])} (recommended: what the verdict supports; config: selected)")] = "recommended",
+    engine_version: Annotated[str, typer.Option("--engine-version", help="an engine mode's version range to target (default: the one tuned for, else the newest verified; see rrfbench engines --json)")] = None,
 ):
     """Render tuned constants in a target system's configuration shape."""
-    text = export_result(best_json, to, which, output)
+    text = export_result(best_json, to, which, output, engine_version)
     _say(f"wrote {output}") if output else sys.stdout.write(text)
 
 

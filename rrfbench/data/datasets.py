@@ -158,6 +158,19 @@ class Dataset:
             self._qrels[split].name = f"{self.name}/{split}"
         return self._qrels[split]
 
+    @cached_property
+    def ignore_identical_ids(self) -> bool:
+        """Query ids are document ids and a query's own document is no answer to it (BEIR's
+        ``ignore_identical_ids``, ArguAna and Quora): declared in the folder's ``manifest.json``
+        (``rrfbench ingest --ignore-identical-ids``); every run on the collection drops it."""
+        m = self.path / "manifest.json" if self.path is not None else None
+        if m is None or not m.exists():
+            return False
+        try:
+            return bool(json.loads(m.read_text()).get("ignore_identical_ids", False))
+        except (json.JSONDecodeError, AttributeError):
+            raise InputError(f"{m}: not a JSON object (the collection's manifest)") from None
+
     def split_queries(self, split: str = "test") -> pd.DataFrame:
         """Queries (qid, text) judged in ``split``, sorted by qid; ``UNJUDGED``: every query."""
         if split == UNJUDGED and split not in self.splits:

@@ -109,11 +109,14 @@ def constants(result, which: str = "recommended") -> dict:
 
 
 def render(result, fmt: str, warn: bool = True, which: str = "recommended",
-           path: str | Path | None = None) -> str:
+           path: str | Path | None = None, engine_version: str | None = None) -> str:
     """The text of ``result`` in format ``fmt`` (see module docstring).
 
     For a suite result ``which`` picks the ``recommended`` configuration (the default when the
     verdict is "no evidence that it transfers") or the ``config`` selected on all collections.
+    ``engine_version``: for an engine mode with version ranges, the one the export targets
+    (default: the one the result was tuned for, else the newest verified); a target other than
+    the tuned one is exported with a warning, since its formula differs.
     """
     systems = export_formats()
     if fmt not in GENERIC and fmt not in systems:
@@ -128,9 +131,15 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended",
         raise InputError(not_expressible(result, fmt, owners(fmt), path))
     if warn and validation_line(result):
         warnings.warn(validation_line(result), ValidationWarning, stacklevel=2)
+    if engine_version is not None and fmt not in systems:
+        raise InputError(f"--engine-version: {fmt!r} is not an engine's format")
     if fmt in systems:
         owner = get_system(owner_name)
-        return owner.exports[fmt](dict(owner.defaults() | result.config_for(which)), prov)
+        params = dict(owner.defaults() | result.config_for(which))
+        prov = prov + _version_lines(owner, params, engine_version)
+        if engine_version is not None:
+            params["engine_version"] = engine_version
+        return owner.exports[fmt](params, prov)
     c = {k: num(v) if not isinstance(v, dict) else {a: num(b) for a, b in v.items()}
          for k, v in constants(result, which).items()}
     header = comment_block("#", ["Tuned by rrfbench."] + prov)
@@ -146,6 +155,26 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended",
     tail = " as const;" if fmt == "ts" else ";"
     return (comment_block("//", ["Tuned by rrfbench."] + prov)
             + f"export const RRF_CONFIG = {js_value(c)}{tail}\n")
+
+
+def _version_lines(owner, params: dict, target: str | None) -> list[str]:
+    """The engine version an export targets (engine modes with version ranges only)."""
+    versions = getattr(owner, "versions", ())
+    if target is not None:
+        if not hasattr(owner, "check_version"):
+            raise InputError(f"--engine-version: {owner.name} is a studied system, not an engine")
+        owner.check_version(target)
+    if not versions:
+        return []
+    tuned = owner.version_of(params)
+    target = target or tuned
+    if target != tuned:
+        warnings.warn(f"--engine-version {target}: these constants were tuned under "
+                      f"{owner.name}'s {tuned} formula, which differs; measure them under "
+                      f"{target} with `rrfbench preset DATASET -p {owner.name} --set "
+                      f"engine_version={target}`", ValidationWarning, stacklevel=3)
+    others = ", ".join(v for v in versions if v != target)
+    return [f"targets {owner.engine} {target} (formulas differ in {others}: --engine-version)"]
 
 
 POLICY_FORMATS = ("python", "js", "ts", "json")

@@ -113,6 +113,10 @@ def _expected(retriever, dataset, split: str, depth: int) -> dict:
         "split": split,
         "score_floor": float(retriever.score_floor),
         "cut": CUT_RULE,
+        # BEIR's ignore_identical_ids: a query's own document dropped (recorded only when set,
+        # so the runs of every other collection keep their manifests)
+        **({"ignore_identical_ids": True} if getattr(dataset, "ignore_identical_ids", False)
+           else {}),
     }
 
 
@@ -167,6 +171,9 @@ def cached_run(retriever, dataset, split: str = "test", depth: int = 1000, force
     queries = dataset.split_queries(split)
     t0 = time.perf_counter()
     run = retriever.retrieve(dataset, queries, depth).rename(retriever.name)
+    if expected.get("ignore_identical_ids"):
+        df = run.df
+        run = Run(df[df.qid.astype(str) != df.docid.astype(str)], name=run.name)
     run = run.with_meta(score_floor=expected["score_floor"])
     wall = time.perf_counter() - t0
     manifest = dict(expected)

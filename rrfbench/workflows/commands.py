@@ -77,7 +77,8 @@ def datasets_table():
         c = ds.counts()
         rows.append({"dataset": name, "docs": c["docs"], "queries": c["queries"],
                      "splits": ", ".join(f"{s} ({c[f'{s}_queries']} q, {c[f'{s}_qrels']} j)"
-                                         for s in ds.splits), "path": str(path)})
+                                         for s in ds.splits),
+                     "ignore_identical_ids": ds.ignore_identical_ids, "path": str(path)})
     return pd.DataFrame(rows)
 
 
@@ -521,12 +522,14 @@ def cluster(scheduler: str | None = None, workers: int | None = None):
     return contextlib.nullcontext(None)
 
 
-def export_result(best_json, to: str, which: str = "recommended", output=None) -> str:
+def export_result(best_json, to: str, which: str = "recommended", output=None,
+                  engine_version: str | None = None) -> str:
     """A saved result rendered in a target's configuration shape (:func:`rrfbench.outputs.exporters.
     render`); with ``output`` also written there."""
     if which not in WHICH_EXPORT:
         raise choice("--which", which, WHICH_EXPORT)
-    text = render(load_result(best_json), to, which=which, path=best_json)
+    text = render(load_result(best_json), to, which=which, path=best_json,
+                  engine_version=engine_version)
     if output:
         write_text(output, text)
     return text

@@ -25,6 +25,7 @@ import pandas as pd
 from ..core.errors import InputError
 from ..core.evaluation import evaluate
 from ..core.progress import progress
+from ..core.runs import Run
 from ..core.store import results_dir, write_figure, write_json, write_text
 from ..data.datasets import load_dataset
 from ..fusion.config import Config
@@ -32,11 +33,13 @@ from ..judging.decide import METHODS, Prior, decide, estimate, order_pairs, pair
 from ..judging.judges import QrelsJudge
 from ..judging.log import JudgmentLog
 from ..results.dataset import load_result
+from ..systems.registry import get_system
 from ..tuning.holdout import choose_protocol
 from .cache import _quiet
-from .dataset import load_runs, sweep_grid
+from .dataset import kind_dir, load_runs, preset_runs, sweep_grid
 from .suite import suite_members, transfer_dir
 
+SPECS = ("bm25", "fts5", "dense")   # free fusion's streams: the suite's
 BUDGETS = (0, 25, 50, 100, 200, 400)
 RIGHT_TOL = 0.005     # a decision within this much nDCG@10 of the better candidate is right
 METRIC = "nDCG@10"
@@ -53,6 +56,7 @@ class Candidates:
     prior_take: bool
     source: str
     prior: Prior
+    system: str | None = None     # a studied system or engine mode (None: free fusion)
 
 
 def suite_candidates(suite: str, collection: str) -> Candidates:
@@ -83,34 +87,99 @@ def suite_candidates(suite: str, collection: str) -> Candidates:
                       f"suite {suite}: recommendation {r.label}, rule {rule!r}", prior)
 
 
+def system_candidates(suite: str, name: str, collection: str,
+                      settings: dict | None = None) -> Candidates:
+    """The candidates for a studied system or an engine mode ``name`` (``-p``): its shipped
+    knobs (with ``settings``, the team's own values, over them) against what the suite's
+    result for ``name`` selects (for a member of the suite: without it), and the prior from
+    the other collections' LOCO gains of that selection over the shipped knobs."""
+    space = get_system(name)
+    path = transfer_dir(suite) / kind_dir(name) / name / "best.json"
+    if not path.exists():
+        how = "engines" if kind_dir(name) == "engines" else "tune"
+        raise InputError(f"{path}: no suite result for {name}; run rrfbench {how} --suite "
+                         f"{suite} {'--engine ' + space.engine if how == 'engines' else '-p ' + name} first")
+    r = load_result(path)
+    current = space.defaults() | dict(settings or {})
+    space.check(current)
+    rows = {row["collection"]: row for row in r.loco}
+    gains = [row["default"]["delta"] for c, row in rows.items() if c != collection]
+    prior = Prior(float(np.mean(gains)), float(np.std(gains, ddof=1)) if len(gains) > 1 else 0.0,
+                  len(gains), f"the LOCO gains of {name} on {len(gains)} other collections of "
+                  f"suite {suite} (over its shipped knobs)")
+    rule = r.decision["rule"]
+    own = f"; current: your --set {settings}" if settings else ""
+    if collection in rows:
+        by_label = {knobs_label(space, g): g for g in space.grid()}
+        label = rows[collection]["selected"]
+        if label not in by_label:
+            raise InputError(f"{path}: the selection {label!r} is not in {name}'s grid")
+        took = r.decision["grading"]["rules"][rule]["per_collection"][collection]["took_change"]
+        return Candidates(current, by_label[label], bool(took), (
+            f"{name}, suite {suite} without {collection}: selected {label}, rule {rule!r} "
+            f"{'takes' if took else 'keeps the shipped knobs over'} it{own}"), prior, name)
+    return Candidates(current, space.defaults() | dict(r.config), bool(r.decision["take_change"]),
+                      f"{name}, suite {suite}: recommendation {r.label}, rule {rule!r}{own}",
+                      prior, name)
+
+
+def knobs_label(space, params: dict) -> str:
+    """A system's tunable knobs as the suite's results label them (``k=value, ...``)."""
+    return ", ".join(f"{k.name}={params[k.name]}" for k in space.knobs if not k.fixed and k.grid)
+
+
+def candidates(suite: str, collection: str, system: str | None = None,
+               settings: dict | None = None) -> Candidates:
+    """Free fusion's candidates (:func:`suite_candidates`) or a system's (``system``)."""
+    if system is None:
+        if settings:
+            raise InputError("--set: knob values need -p SYSTEM (free fusion's current "
+                             "constants are RRF k=60)")
+        return suite_candidates(suite, collection)
+    return system_candidates(suite, system, collection, settings)
+
+
+def fused_candidates(cands: Candidates, dataset, split: str,
+                     log: Callable[[str], None] = _quiet) -> tuple[Run, Run, dict]:
+    """The two candidates' runs on ``split`` and their labels."""
+    if cands.system is None:
+        runs = load_runs(dataset, list(SPECS), split, log=log)
+        fused = [Config.from_json(c).fuse(runs) for c in (cands.current, cands.change)]
+        labels = {side: c.get("label") or Config.from_json(c).label(list(SPECS))
+                  for side, c in (("current", cands.current), ("change", cands.change))}
+        return fused[0], fused[1], labels
+    space = get_system(cands.system)
+    runs = preset_runs(space, dataset, split)
+    fused = [space.run(runs, c) for c in (cands.current, cands.change)]
+    labels = {side: f"{cands.system} {knobs_label(space, c)}"
+              for side, c in (("current", cands.current), ("change", cands.change))}
+    return fused[0], fused[1], labels
+
+
 def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[int] = BUDGETS,
                       method: str = "mtc", seed: int = 0, log_dir: str | Path | None = None,
-                      log: Callable[[str], None] = _quiet) -> list[dict]:
+                      log: Callable[[str], None] = _quiet, system: str | None = None,
+                      settings: dict | None = None) -> list[dict]:
     """One row per budget (see the module docstring): the decision with that many judgments."""
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
-    cands = suite_candidates(suite, dataset.name)
-    current_cfg, change_cfg, prior, source = (cands.current, cands.change, cands.prior_take,
-                                              cands.source)
-    specs = ["bm25", "fts5", "dense"]
-    runs = load_runs(dataset, specs, protocol.eval_split, log=log)
-    cur_run = Config.from_json(current_cfg).fuse(runs)
-    chg_run = Config.from_json(change_cfg).fuse(runs)
+    cands = candidates(suite, dataset.name, system, settings)
+    prior, source = cands.prior_take, cands.source
+    cur_run, chg_run, labels = fused_candidates(cands, dataset, protocol.eval_split, log)
     qrels = dataset.qrels(protocol.eval_split)       # read by the judge and, at the end, the grader
     queries = sorted(qrels.qids)
     p = pairs(cur_run, chg_run, queries)
     order = order_pairs(p, method, seed)
     max_grade = int(max(qrels.df.relevance.max(), 1))
     judge = QrelsJudge(qrels)
-    path = Path(log_dir or results_dir() / "judging" / "logs") / f"{dataset.name}.{method}.jsonl"
+    stem = f"{dataset.name}.{system}.{method}" if system else f"{dataset.name}.{method}"
+    path = Path(log_dir or results_dir() / "judging" / "logs") / f"{stem}.jsonl"
     if path.exists():
         path.unlink()                                   # a simulation starts from no judgments
     jl = JudgmentLog(path, queries, None, range(0, max_grade + 1))
     truth = {"current": evaluate(cur_run, qrels, [METRIC])[METRIC],
              "change": evaluate(chg_run, qrels, [METRIC])[METRIC]}
     best = max(truth.values())
-    labels = {"current": current_cfg.get("label") or Config.from_json(current_cfg).label(specs),
-              "change": change_cfg.get("label") or Config.from_json(change_cfg).label(specs)}
     out, done = [], 0
     for budget in sorted(budgets):
         for row in order.iloc[done:budget].itertuples():
@@ -142,7 +211,8 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
 
 
 def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, method: str = "mtc",
-                    log: Callable[[str], None] = _quiet) -> dict:
+                    log: Callable[[str], None] = _quiet, system: str | None = None,
+                    settings: dict | None = None) -> dict:
     """``rrfbench judge DATASET --simulate``: the decision with ``budget`` simulated judgments
     (a collection of the suite is judged against the suite's decision made without it; any
     other collection against the suite's recommendation)."""
@@ -155,20 +225,23 @@ def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, meth
     if ds is None:
         ds = load_dataset(name)
         pr = choose_protocol(ds.splits)
-    return simulate_decision(ds, pr, suite, [budget], method, log=log)[0]
+    return simulate_decision(ds, pr, suite, [budget], method, log=log, system=system,
+                             settings=settings)[0]
 
 
 def simulation_table(suite: str = "en", budgets: Sequence[int] = BUDGETS,
                      methods: Sequence[str] = METHODS, out: str | Path | None = None,
-                     log: Callable[[str], None] = _quiet) -> pd.DataFrame:
-    """Every collection x method x budget; writes ``results/judging/<suite>/``: simulation.csv,
-    summary.json, simulation.png and report.md."""
+                     log: Callable[[str], None] = _quiet, system: str | None = None) -> pd.DataFrame:
+    """Every collection x method x budget; writes ``results/judging/<suite>/`` (with
+    ``system``: ``results/judging/<suite>/systems/<system>/``): simulation.csv, summary.json,
+    simulation.png and report.md."""
     members = suite_members(suite)
     rows = []
-    tmp = Path(out or results_dir() / "judging" / suite)
+    tmp = Path(out or results_dir() / "judging" / suite / (f"systems/{system}" if system else ""))
     for ds, pr in progress(members, desc=f"judging simulation ({suite})", unit="collection"):
         for m in methods:
-            rows += simulate_decision(ds, pr, suite, budgets, m, log_dir=tmp / "logs", log=log)
+            rows += simulate_decision(ds, pr, suite, budgets, m, log_dir=tmp / "logs", log=log,
+                                      system=system)
     t = pd.DataFrame(rows)
     summary = simulation_summary(t)
     out = tmp
@@ -177,7 +250,7 @@ def simulation_table(suite: str = "en", budgets: Sequence[int] = BUDGETS,
     write_text(out / "simulation.csv", t[keep].to_csv(index=False, float_format="%.4f"))
     write_json(out / "summary.json", summary.round(4).to_dict("records"))
     _plot(summary, out / "simulation.png", suite)
-    write_text(out / "report.md", _report(t, summary, suite))
+    write_text(out / "report.md", _report(t, summary, suite, system))
     return t
 
 
@@ -211,9 +284,10 @@ def _plot(summary: pd.DataFrame, path: Path, suite: str) -> None:
     plt.close(fig)
 
 
-def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str) -> str:
-    lines = [f"# Deciding with a few judgments: suite {suite}", "",
-             "Per collection: the current constants (RRF k=60, equal weights) against the change "
+def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str, system: str | None = None) -> str:
+    current = f"{system}'s shipped knobs" if system else "RRF k=60, equal weights"
+    lines = [f"# Deciding with a few judgments: suite {suite}" + (f", {system}" if system else ""),
+             "", f"Per collection: the current constants ({current}) against the change "
              "the suite selected on the other collections; the prior is the suite's decision "
              "made without the collection; a simulated judge answers from the real qrels, which "
              "nothing else reads until the decision is graded (right: the better candidate "
@@ -224,10 +298,12 @@ def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str) -> str:
         lines.append(f"| {r.method} | {r.budget} | {r.right} of {r.of} | {r.mean_regret:.4f} | "
                      f"{r.worst_loss:+.4f} |")
     lines += ["", "The decision with judgments: the prior (the mean and spread of the suite's LOCO "
-              "gains on the other collections) and the judged nDCG@10 difference (each query's "
-              "ideal from its judged grades; unjudged documents not relevant; standard error "
-              "floored at 0.005) combined by their precisions; the change is taken when the "
-              "posterior gain is above 0 (rrfbench/judging/decide.py).", "",
+              "gains on the other collections) and the judged nDCG@10 difference (the judged "
+              "DCG@10 differences over the mean ideal DCG@10 built from the judged grades; "
+              "unjudged documents not relevant; standard error floored at 0.005) combined by "
+              "their precisions; the change is taken when the posterior gain is above 0; with "
+              "no relevant judgment where the rankings differ, the suite's rule stands "
+              "(rrfbench/judging/decide.py).", "",
               "How often the judged estimate's sign agrees with the nDCG@10 difference under the "
               "full qrels (differences within 0.005 count as agreeing):", "",
               "| method | " + " | ".join(str(b) for b in sorted(t.budget.unique()) if b) + " |",

@@ -28,6 +28,7 @@ import io
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 
 import pandas as pd
@@ -38,7 +39,6 @@ from ..core.errors import InputError
 from ..core.runs import Run, read_text
 from ..core.store import results_dir, write_text
 from ..data.datasets import UNJUDGED, Dataset, load_dataset
-from ..fusion.config import Config
 from ..judging.decide import (
     METHODS,
     Estimate,
@@ -51,10 +51,8 @@ from ..judging.decide import (
 )
 from ..judging.log import JudgmentLog
 from .cache import _quiet
-from .dataset import load_runs
-from .judge import Candidates, suite_candidates
+from .judge import Candidates, candidates, fused_candidates
 
-SPECS = ("bm25", "fts5", "dense")
 SHEET_COLUMNS = ("query_id", "doc_id", "grade", "query", "document", "why")
 SNIPPET = 700          # characters of a document shown in the terminal and the sheet
 _STEM = Stemmer.Stemmer("english")
@@ -118,6 +116,7 @@ class Session:
         take, why = decide(self.candidates.prior_take, est, prior)
         m, sd = posterior(prior, est)
         return {"collection": self.dataset.name, "split": self.split,
+                "ignore_identical_ids": self.dataset.ignore_identical_ids,
                 "decision": self.labels["change" if take else "current"],
                 "current": self.labels["current"], "change": self.labels["change"],
                 "take_change": take, "why": why, "judgments": 0 if est is None else est.judged,
@@ -133,9 +132,12 @@ class Session:
 def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = None,
                  log_path: str | Path | None = None, scale: Sequence[int] = (0, 1),
                  method: str = "mtc", batch: int = 10, budget: int = 200,
-                 log: Callable[[str], None] = _quiet) -> Session:
+                 log: Callable[[str], None] = _quiet, system: str | None = None,
+                 settings: dict | None = None) -> Session:
     """A judging session on ``dataset`` (a name or a BEIR folder): its runs are retrieved or
-    read from the cache; ``split``: the queries to judge (default: every query)."""
+    read from the cache; ``split``: the queries to judge (default: every query); ``system``:
+    a studied system or engine mode whose shipped knobs (``settings`` over them) are the
+    current constants (default: free fusion's RRF k=60)."""
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
     if batch < 1 or budget < 0:
@@ -146,27 +148,31 @@ def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = 
     if split != UNJUDGED and split not in ds.splits:
         raise InputError(f"--split: no split {split!r} in {ds.name}; available: "
                          f"{', '.join([UNJUDGED, *ds.splits])}")
-    cands = suite_candidates(suite, ds.name)
-    runs = load_runs(ds, list(SPECS), split, log=log)
-    cur, chg = (Config.from_json(c).fuse(runs) for c in (cands.current, cands.change))
-    labels = {side: cfg.get("label") or Config.from_json(cfg).label(list(SPECS))
-              for side, cfg in (("current", cands.current), ("change", cands.change))}
+    cands = candidates(suite, ds.name, system, settings)
+    cur, chg, labels = fused_candidates(cands, ds, split, log)
     jl = JudgmentLog(log_path or default_log(ds.name), ds.queries.qid, ds.corpus.docid, scale)
     return Session(ds, split, cands, cur, chg, jl, method, batch, budget, labels)
 
 
 # --------------------------------------------------------------------------- the terminal
-def marked(text: str, query: str, limit: int = SNIPPET) -> str:
+def marked(text: str, query: str, limit: int = SNIPPET, html: bool = False) -> str:
     """``text`` (cut to ``limit`` characters) with the words that share a stem with one of
-    the query's words (English Snowball stems, stop words left out) marked ``**like this**``."""
+    the query's words (English Snowball stems, stop words left out) marked ``**like this**``,
+    or with ``html`` escaped and marked ``<mark>like this</mark>``."""
     text = text if len(text) <= limit else text[:limit].rstrip() + " ..."
     stems = {_STEM.stemWord(w) for w in re.findall(r"\w+", query.lower())
              if w not in ENGLISH_STOP_WORDS}
-    if not stems:
-        return text
-    return re.sub(r"\w+", lambda m: f"**{m.group(0)}**" if m.group(0).lower() not in
-                  ENGLISH_STOP_WORDS and _STEM.stemWord(m.group(0).lower()) in stems
-                  else m.group(0), text)
+    a, b = ("<mark>", "</mark>") if html else ("**", "**")
+    out = []
+    for word, other in re.findall(r"(\w+)|(\W+)", text):
+        if other:
+            out.append(escape(other) if html else other)
+            continue
+        low = word.lower()
+        hit = stems and low not in ENGLISH_STOP_WORDS and _STEM.stemWord(low) in stems
+        w = escape(word) if html else word
+        out.append(f"{a}{w}{b}" if hit else w)
+    return "".join(out)
 
 
 def _status_line(s: dict) -> str:
@@ -299,4 +305,4 @@ def import_sheet(session: Session, path: str | Path, grader: str = "person (shee
 
 
 __all__ = ["Session", "open_session", "judge_terminal", "write_sheet", "import_sheet", "marked",
-           "default_log", "SPECS", "SHEET_COLUMNS"]
+           "default_log", "SHEET_COLUMNS"]

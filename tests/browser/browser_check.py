@@ -1,10 +1,14 @@
-"""`make browser-test`: notebook 06 in JupyterLab in a real browser (Debian's chromium).
+"""`make browser-test`: notebooks 06 and 09 in JupyterLab in a real browser (Debian's chromium).
 
 Starts JupyterLab on 127.0.0.1 with a token, opens ``notebooks/06_explore.ipynb`` with
 Playwright (``launch(executable_path=...)`` on the system chromium; no browser download), runs
 all cells, moves a weight slider with the keyboard, and checks that the metric the widget shows
-is the value ``fuse`` + ``evaluate`` give for the new configuration. Saves screenshots under
-``results/browser/``. Not part of ``make test`` (it needs the browser install).
+is the value ``fuse`` + ``evaluate`` give for the new configuration. Then opens
+``notebooks/09_your_collection.ipynb``, runs all cells, types grades into the judging widget's
+shortcut box (``1``, ``0``, then ``u`` and ``1``: an undo), and checks that the widget's count
+moved and that its log file holds those grades (the correction marked as one), timing each
+key press until the widget shows the next pair. Saves screenshots under ``results/browser/``.
+Not part of ``make test`` (it needs the browser install).
 """
 
 from __future__ import annotations
@@ -53,6 +57,43 @@ def expected_value(weights, metric="nDCG@10") -> float:
     return evaluate(cfg.fuse(runs), ds.qrels("test"), [metric])[metric]
 
 
+def check_judging(browser, port: int, token: str) -> bool:
+    """Notebook 09's judging widget: keys typed in its shortcut box reach the log."""
+    import json
+
+    page = browser.new_page(viewport={"width": 1500, "height": 1300})
+    page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/09_your_collection.ipynb?token={token}")
+    page.wait_for_selector(".jp-Notebook", timeout=120_000)
+    page.wait_for_timeout(3000)
+    page.click("text=Run", timeout=60_000)
+    page.click("text=Run All Cells", timeout=60_000)
+    header = page.locator(".rrfbench-judging .widget-html-content", has_text="judged").first
+    header.wait_for(timeout=600_000)
+    page.wait_for_timeout(2000)
+    box = page.locator(".rrfbench-judging input[type=text]").first
+    times = []
+    for key, count in (("1", 1), ("0", 2), ("u", 2), ("1", 2)):
+        before = page.locator(".rrfbench-judging .widget-html-content").nth(2).inner_text()
+        box.click()
+        t0 = time.perf_counter()
+        page.keyboard.press(key)
+        page.wait_for_function(
+            "([el, old]) => el.innerText !== old",
+            arg=[page.locator(".rrfbench-judging .widget-html-content").nth(2).element_handle(),
+                 before], timeout=60_000)
+        times.append((time.perf_counter() - t0) * 1000)
+        page.wait_for_function("([el, n]) => el.innerText.includes(n + ' of ')",
+                               arg=[header.element_handle(), count], timeout=60_000)
+    page.screenshot(path=str(OUT / "judging.png"), full_page=True)
+    log = Path(re.search(r"log (\S+judgments\.jsonl)", header.inner_text()).group(1))
+    entries = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    page.close()
+    got = [(e["grade"], e["resolves"]) for e in entries]
+    print(f"judging widget: grades in the log {got}; key press to the next pair shown: "
+          + ", ".join(f"{t:.0f} ms" for t in times) + f"; screenshot: {OUT / 'judging.png'}")
+    return got == [(1, False), (0, False), (1, True)]
+
+
 def main() -> int:
     from playwright.sync_api import sync_playwright
 
@@ -97,6 +138,7 @@ def main() -> int:
                 arg=[summary.element_handle(), before], timeout=60_000)
             after = summary.inner_text()
             page.screenshot(path=str(OUT / "explorer.png"), full_page=True)
+            judged_ok = check_judging(browser, port, token)
             browser.close()
         shown = float(re.search(r"nDCG@10 ([0-9.]+)", after).group(1))
         weights = [float(x) for x in re.search(r"w=([0-9.,]+)", after).group(1).split(",")]
@@ -107,7 +149,7 @@ def main() -> int:
         print(f"widget shows nDCG@10 {shown:.4f} for weights {weights}; fuse + evaluate give "
               f"{want:.4f}; screenshot: {OUT / 'explorer.png'}")
         moved = abs(weights[0] - min(start[0] + 4 * 0.05, 1.0)) < 1e-9 and weights[1:] == start[1:]
-        if not moved or f"{want:.4f}" != f"{shown:.4f}":
+        if not moved or f"{want:.4f}" != f"{shown:.4f}" or not judged_ok:
             print("browser test FAILED")
             return 1
         print("browser test passed")

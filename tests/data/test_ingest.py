@@ -101,3 +101,26 @@ def test_identical_ids_are_declared_and_counted(tmp_path):
                  ignore_identical_ids=True)
     m = json.loads((out / "manifest.json").read_text())
     assert m["ignore_identical_ids"] is True and m["queries_that_are_documents"] == 1
+
+
+def test_ignore_identical_ids_drops_a_querys_own_document_from_every_run(tmp_path):
+    """BEIR's rule for ArguAna and Quora: declared at ingest, read by the dataset, applied
+    where runs are made (so every command sees it), and recorded in the run's manifest."""
+    from rrfbench import load_dataset
+    from rrfbench.retrievers import cached_run, make_retriever
+
+    rows = [{"_id": f"d{i}", "text": t} for i, t in enumerate(
+        ["red apples and green apples", "green pears", "apples in pies", "stone fruit"])]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "q.jsonl").write_text(json.dumps({"_id": "d0", "text": "red apples"}) + "\n")
+    runs = {}
+    for flag in (False, True):
+        out = ingest(tmp_path / f"coll{int(flag)}", tmp_path / "c.jsonl", tmp_path / "q.jsonl",
+                     ignore_identical_ids=flag)
+        ds = load_dataset(str(out))
+        assert ds.ignore_identical_ids is flag
+        res = cached_run(make_retriever("bm25"), ds, "all", 10)
+        runs[flag] = list(res.run.df.docid)
+        assert res.manifest.get("ignore_identical_ids", False) is flag
+    assert runs[False][0] == "d0" and "d0" not in runs[True]
+    assert runs[True] == [d for d in runs[False] if d != "d0"]

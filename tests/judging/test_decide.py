@@ -75,22 +75,27 @@ def test_bounds_cover_every_way_the_unjudged_could_go():
     assert 0 < est.judged_at_10["current"] < 1
 
 
-def test_the_ndcg_estimate_uses_each_querys_judged_ideal():
+def test_the_ndcg_estimate_is_the_dcg_difference_over_the_mean_judged_ideal():
     p = pairs(CURRENT, CHANGE, ["q1", "q2"])
     grades = {(q, d): int(QRELS.df.set_index(["qid", "docid"]).relevance.get((q, d), 0))
               for q, d in zip(p.table.qid, p.table.docid, strict=True)}
     est = estimate(p, grades, max_grade=2)
-    # every relevant document of the toy qrels is in one of the two top 10s: the judged ideal
-    # is the true one, and the estimate is the true nDCG@10 difference
-    nd = evaluate_per_query(CHANGE, QRELS, ["nDCG@10"]) - evaluate_per_query(CURRENT, QRELS, ["nDCG@10"])
-    assert est.ndcg == pytest.approx(float(nd["nDCG@10"].reindex(["q1", "q2"]).fillna(0).mean()))
-    # one judgment: the ideal is that one grade, so the query's difference is relative to it
-    one = estimate(p, {("q1", "b"): 2}, max_grade=2)
-    assert one.ndcg != 0 and one.ndcg_se > 0
+    a, b = _dcg10(CURRENT, QRELS), _dcg10(CHANGE, QRELS)
+    ideal = {}
+    for q in ("q1", "q2"):     # each query's ideal DCG@10 from its judged grades
+        g = sorted((r for (qq, _), r in grades.items() if qq == q), reverse=True)[:10]
+        ideal[q] = sum(x / np.log2(i + 2) for i, x in enumerate(g))
+    scale = np.mean([v for v in ideal.values() if v > 0])
+    want = np.mean([(b.get(q, 0) - a.get(q, 0)) / scale for q in ("q1", "q2")])
+    assert est.ndcg == pytest.approx(want) and est.informative > 0
+    # judged, but nothing relevant where the rankings differ: no evidence
+    none = estimate(p, {k: 0 for k in grades}, max_grade=2)
+    assert none.informative == 0 and none.ndcg == 0
 
 
-def _est(ndcg, se, lower=-1.0, upper=1.0, judged=50):
-    return Estimate(judged, ndcg, lower, upper, se, {"current": 0.1, "change": 0.1}, ndcg, se)
+def _est(ndcg, se, lower=-1.0, upper=1.0, judged=50, informative=5):
+    return Estimate(judged, ndcg, lower, upper, se, {"current": 0.1, "change": 0.1}, ndcg, se,
+                    informative)
 
 
 PRIOR = Prior(0.03, 0.03, 8)
@@ -110,6 +115,8 @@ def test_the_posterior_weighs_prior_and_judgments_by_their_precision():
 def test_the_decision_follows_the_rule_then_the_posterior_then_settled_bounds():
     assert decide(True, None, PRIOR) == (True, "the suite's advice alone (no judgments)")
     assert decide(False, _est(0.0, 0.01, judged=0), PRIOR)[0] is False
+    take, why = decide(False, _est(0.0, 0.0, informative=0), PRIOR)   # nothing relevant judged
+    assert take is False and "no evidence either way" in why
     take, why = decide(True, _est(-0.02, 0.01), PRIOR)
     assert take is False and why.startswith("keep the current constants: posterior gain -0.")
     assert decide(True, _est(-0.002, 0.03), PRIOR)[0] is True     # weak evidence: the prior wins
@@ -122,3 +129,9 @@ def test_judging_stops_when_the_posterior_is_sure_or_the_bounds_settle():
     assert not stop(PRIOR, _est(0.005, 0.01))
     assert stop(PRIOR, _est(0.05, 0.005))
     assert stop(PRIOR, _est(0.0, 0.1, lower=0.001, upper=0.2))
+
+
+def test_identical_candidates_leave_nothing_to_judge():
+    p = pairs(CURRENT, CURRENT, ["q1", "q2"])
+    assert order_pairs(p, "mtc").empty
+    assert len(order_pairs(p, "pool")) == len(p.table)

@@ -126,7 +126,7 @@ def test_system_format_refuses_other_configs():
         render(ZEUS, "titan")
     with pytest.raises(InputError, match="unknown export format"):
         render(SWEEP_BEST, "xml")
-    assert len(formats()) == 12 + 9   # generic, the studied systems', the engines'
+    assert len(formats()) == 12 + 13   # generic, the studied systems', the engines'
     assert {"qdrant", "qdrant-python", "elasticsearch", "opensearch", "milvus", "weaviate",
             "lancedb", "vespa", "sqlite"} <= set(formats())
 

@@ -47,3 +47,31 @@ def test_wrong_arguments_get_one_line():
     one_line_error(*_refused("judge", "cranfield", "--simulate", "--budget", "-1"), "--budget")
     one_line_error(*_refused("judge", "--simulate"), "name a collection")
     one_line_error(*_refused("judge", "no-such-collection", "--simulate"), "no-such-collection")
+
+
+@needs_cranfield
+def test_a_studied_system_or_engine_mode_decides_within_its_own_knobs(results_root):
+    for sub in ("presets/zeus", "engines/qdrant-rrf"):
+        dst = results_root / "transfer" / "en" / sub / "best.json"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "results" / "transfer" / "en" / sub / "best.json", dst)
+    env = {"RRFBENCH_RESULTS": str(results_root)}
+    code, out, err = console("judge", "cranfield", "--simulate", "-p", "qdrant-rrf", "--budget",
+                             "30", "--json", env=env)
+    assert code == 0, err
+    row = json.loads(out)
+    assert row["current"] == "qdrant-rrf k=2, vector_weight=1.0, keyword_weight=1.0, prefetch_limit=10"
+    assert row["judgments"] == 30 and "without cranfield" in row["prior"]
+    # the team's own current values (--set) replace the shipped ones as "current"
+    code, out, err = console("judge", "cranfield", "--simulate", "-p", "zeus", "--set", "top_k=10",
+                             "--budget", "0", "--json", env=env)
+    assert code == 0, err
+    row = json.loads(out)
+    assert "top_k=10" in row["current"] and "your --set" in row["prior"]
+
+
+def test_wrong_system_arguments_get_one_line():
+    one_line_error(*_refused("judge", "cranfield", "--simulate", "--set", "k=3"), "--set", "-p")
+    one_line_error(*_refused("judge", "cranfield", "--simulate", "-p", "nosuch"), "nosuch")
+    one_line_error(*_refused("judge", "cranfield", "--simulate", "-p", "zeus", "--set", "k=3"),
+                   "no knob 'k'")

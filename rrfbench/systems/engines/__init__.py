@@ -10,10 +10,24 @@ name (``rrfbench export BEST_JSON --format qdrant``).
 from __future__ import annotations
 
 from ...core.errors import InputError
-from . import elasticsearch, lancedb, milvus, opensearch, qdrant, sqlite, vespa, weaviate
+from . import (
+    azure,
+    elasticsearch,
+    lancedb,
+    milvus,
+    mongodb,
+    opensearch,
+    pgvector,
+    qdrant,
+    sqlite,
+    vertex,
+    vespa,
+    weaviate,
+)
 from .base import EngineSpace
 
-MODULES = (elasticsearch, opensearch, qdrant, milvus, weaviate, lancedb, vespa, sqlite)
+MODULES = (elasticsearch, opensearch, qdrant, milvus, weaviate, lancedb, vespa, sqlite,
+           pgvector, azure, mongodb, vertex)
 
 
 def _registry() -> dict[str, EngineSpace]:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ...core.errors import InputError
 from ..presets.base import ASSUMED, EXACT, NOT_MODELLED, Fidelity, Hit, Knob, Preset, ranked
 
 ROLES = ("vector", "keyword")
@@ -82,6 +83,39 @@ class EngineSpace(Preset):
     window_knob: str = "window"
     round32: bool = False              # the engine sorts a float32 fused score
     sum32: bool = False                # ... and adds the contributions in float32
+    # version ranges whose formulas differ, newest first (the default): ``engine_version`` in a
+    # mode's parameters picks one (``--set engine_version=...``, ``export --engine-version``);
+    # empty when one formula holds for every version the mode was read from
+    versions: tuple[str, ...] = ()
+
+    def version_of(self, params: dict) -> str:
+        """The version range ``params`` model (the newest when they do not say)."""
+        v = params.get("engine_version")
+        return str(v) if v else (self.versions[0] if self.versions else "")
+
+    def check_version(self, version: str) -> str:
+        """``version`` when this mode has a formula for it; else one line naming those it has."""
+        if not self.versions:
+            raise InputError(f"--engine-version: {self.name} has one formula for every version "
+                             f"it was read from ({self.version})")
+        if version not in self.versions:
+            raise InputError(f"--engine-version: {version!r} is not a version range of "
+                             f"{self.name}; known: {', '.join(self.versions)}")
+        return version
+
+    def parse_settings(self, items: list[str]) -> dict:
+        """Knob values, and ``engine_version=RANGE`` where the mode has version ranges."""
+        ver = [i for i in items if i.partition("=")[0].strip() == "engine_version"]
+        out = super().parse_settings([i for i in items if i not in ver])
+        for i in ver:
+            out["engine_version"] = self.check_version(i.partition("=")[2].strip())
+        return out
+
+    def check(self, params: dict) -> None:
+        rest = dict(params)
+        if "engine_version" in rest:
+            self.check_version(str(rest.pop("engine_version")))
+        super().check(rest)
 
     def depth(self, role, params, limit):
         return int(params.get(self.window_knob) or limit)
@@ -127,6 +161,42 @@ class EngineSpace(Preset):
     def knob_label(self, params: dict) -> str:
         tunable = [k.name for k in self.knobs if not k.fixed and k.grid]
         return ", ".join(f"{k}={params[k]}" for k in tunable)
+
+
+def tie_groups(ranked_list: Sequence[tuple[str, float]]) -> list[list[str]]:
+    """Consecutive runs of equal scores in a ranked (docid, score) list."""
+    out: list[list[str]] = []
+    last = None
+    for d, s in ranked_list:
+        if out and s == last:
+            out[-1].append(d)
+        else:
+            out.append([d])
+        last = s
+    return out
+
+
+def agrees_up_to_ties(ours: Sequence[tuple[str, float]], theirs: Sequence[str],
+                      k: int = 10) -> bool:
+    """True when ``theirs[:k]`` is ``ours`` with documents of equal score in any order (an
+    engine that breaks ties in no fixed order, as Qdrant's server) and nothing else: every
+    tie group wholly inside the top ``k`` holds the same documents, and the group the cut
+    falls in gives its remaining places to any of its members. ``ours`` must reach past the
+    ``k``-th document's whole tie group."""
+    theirs = list(theirs)[:k]
+    if len(set(theirs)) != len(theirs):
+        return False
+    pos = 0
+    for group in tie_groups(ours):
+        if pos >= len(theirs):
+            break
+        got = theirs[pos:pos + len(group)]
+        if not set(got) <= set(group):
+            return False
+        if pos + len(group) <= len(theirs) and set(got) != set(group):
+            return False
+        pos += len(group)
+    return pos >= len(theirs)
 
 
 def rrf_contributions(space: EngineSpace, lists: dict, params: dict,
@@ -199,4 +269,5 @@ def fidelity_common(live: bool, keyword: str = "BM25 (bm25s, Lucene's formula)")
 
 __all__ = ["EngineSpace", "Knob", "Fidelity", "EXACT", "ASSUMED", "NOT_MODELLED", "NOT_LIVE",
            "f32", "minmax", "l2", "zscore", "rrf_contributions", "score_contributions",
+           "tie_groups", "agrees_up_to_ties",
            "knobs_rrf", "knobs_convex", "convex_valid", "fidelity_common", "ROLES"]

@@ -15,7 +15,9 @@ s^2)``); a document missing from a retriever adds 0; ties go to the smaller Luce
 in ``x-pack/plugin/rank-rrf/src/main/java/org/elasticsearch/xpack/rank/linear/
 MinMaxScoreNormalizer.java`` at elastic/elasticsearch@a7776012b20a (``minEqualsMax`` ->
 ``score = 1.0f``; ``EPSILON = 1e-6f``). 8.18.0-8.18.2 and 9.0.0-9.0.2 gave the minimum instead;
-that older rule is :func:`es_minmax` with ``no_spread="minimum"`` (not a knob of the mode).
+that older rule is :func:`es_minmax` with ``no_spread="minimum"``, the mode's version range
+``8.18.0-8.18.2`` (``--set engine_version=8.18.0-8.18.2``; ``export --engine-version``); the
+default, ``8.18.3+``, stands for 8.18.3-8.19.x, 9.0.3+ and 9.1+.
 """
 
 from __future__ import annotations
@@ -94,10 +96,14 @@ class ESRRF(EngineSpace):
                                  lambda p, w, _: f32(w * f32(1.0 / (k + p + 1))))
 
 
+LINEAR_VERSIONS = ("8.18.3+", "8.18.0-8.18.2")   # minmax without spread: 1.0 / the minimum
+
+
 class ESLinear(EngineSpace):
     engine, mode, version, ties, window_knob = "elasticsearch", "linear", VERSION, \
         "docid", "rank_window_size"
     round32 = sum32 = True
+    versions = LINEAR_VERSIONS
 
     def vector_score(self, cos):
         return (1.0 + cos) / 2.0
@@ -106,7 +112,9 @@ class ESLinear(EngineSpace):
         return convex_valid(params)
 
     def contributions(self, lists, params, limit):
-        norm = {"none": lambda s: [f32(x) for x in s], "minmax": es_minmax,
+        no_spread = "one" if self.version_of(params) == LINEAR_VERSIONS[0] else "minimum"
+        norm = {"none": lambda s: [f32(x) for x in s],
+                "minmax": lambda s: es_minmax(s, no_spread),
                 "l2_norm": es_l2}[params["normalizer"]]
         out = score_contributions(self, lists, params, norm)
         return {d: {r: f32(v) for r, v in c.items()} for d, c in out.items()}
@@ -130,10 +138,12 @@ LINEAR = ESLinear(
                        (Knob("normalizer", "none", grid=NORMALIZERS,
                              note="per retriever; rrfbench uses one for both"),)),
     fidelity=(Fidelity("weight x normalizer(score) summed in float32, missing adds 0", EXACT),
-              Fidelity("minmax: min and max within 1e-6 -> 1.0 (8.18.3+, 9.0.3+, 9.1+; the "
-                       "minimum before); l2_norm: s / sqrt(sum s^2)", EXACT,
+              Fidelity("minmax: min and max within 1e-6 -> 1.0 (engine_version 8.18.3+: 8.18.3+, "
+                       "9.0.3+, 9.1+), the minimum (engine_version 8.18.0-8.18.2: also 9.0.0-"
+                       "9.0.2); l2_norm: s / sqrt(sum s^2)", EXACT,
                        "elastic/elasticsearch@a7776012b20a x-pack/plugin/rank-rrf/src/main/java/"
                        "org/elasticsearch/xpack/rank/linear/MinMaxScoreNormalizer.java"),
               Fidelity("knn cosine score (1 + cos) / 2", EXACT), TIES, *COMMON),
-    default_limit=10, exports={"elasticsearch": _export}, extra_defaults={"mode": "linear"})
+    default_limit=10, exports={"elasticsearch": _export},
+    extra_defaults={"mode": "linear", "engine_version": LINEAR_VERSIONS[0]})
 SPACES = (RRF, LINEAR)

@@ -64,24 +64,38 @@ class LanceRRF(EngineSpace):
         return int(limit or params["limit"])
 
 
+# LinearCombinationReranker's formula: since lancedb#3437 (7dba79362, 2026-05-26; first in
+# python-v0.33.0) ``w * v + (1 - w) * f`` with a missing FTS score ``1 - fill`` = 0; before it
+# ``1 - (w * v + (1 - w) * f)`` with a missing FTS score ``fill`` = 1 (inverted rankings,
+# lancedb#3154), read at 7dba79362^ python/python/lancedb/rerankers/linear_combination.py
+LINEAR_VERSIONS = ("0.33+", "before-0.33")
+FILL = 1.0   # the reranker's default ``fill``
+
+
 class LanceLinear(EngineSpace):
     engine, mode, version, live, ties, window_knob = "lancedb", "linear", VERSION, True, \
         "stable", "limit"
     round32 = True
+    versions = LINEAR_VERSIONS
 
     def contributions(self, lists, params, limit):
         w = float(params["weight"])
+        old = self.version_of(params) != LINEAR_VERSIONS[0]
         vec = lists.get("vector", [])
         fts = lists.get("keyword", [])
         dist = lance_minmax([1.0 - float(h.score) for h in vec])
         ftsn = lance_minmax([float(h.score) for h in fts])
         out: dict[str, dict[str, float]] = {}
         for h, d in zip(vec, dist, strict=True):
-            out[h.docid] = {"vector": 1.0 - d, "keyword": 0.0}
+            out[h.docid] = {"vector": 1.0 - d, "keyword": FILL if old else 1.0 - FILL}
         for h, f in zip(fts, ftsn, strict=True):
-            out.setdefault(h.docid, {"vector": 0.0})["keyword"] = f
+            out.setdefault(h.docid, {"vector": 1.0 - FILL})["keyword"] = f
         return {d: {"vector": w * c["vector"], "keyword": (1.0 - w) * c["keyword"]}
                 for d, c in out.items()}
+
+    def combine(self, contribs, params):
+        total = super().combine(contribs, params)
+        return total if self.version_of(params) == LINEAR_VERSIONS[0] else 1.0 - total
 
     def limit_for(self, params, limit):
         return int(limit or params["limit"])
@@ -103,7 +117,16 @@ LINEAR = LanceLinear(
     system=f"LanceDB hybrid search + LinearCombinationReranker ({VERSION})",
     streams={"vector": "dense", "keyword": "bm25"},
     knobs=(Knob("weight", 0.7, 0.0, 1.0, tuple(round(0.1 * i, 1) for i in range(11))), WINDOW),
-    fidelity=(Fidelity("weight x (1 - minmax distance) + (1 - weight) x minmax FTS score; "
-                       "missing 0; float32; stable sort", EXACT), *COMMON),
-    default_limit=10, exports={"lancedb": _export}, extra_defaults={"mode": "linear"})
+    fidelity=(Fidelity("engine_version 0.33+: weight x (1 - minmax distance) + (1 - weight) x "
+                       "minmax FTS score; missing 0; float32; stable sort", EXACT,
+                       "lancedb/lancedb@7dba79362 (#3437, first in python-v0.33.0) python/python/"
+                       "lancedb/rerankers/linear_combination.py; the 0.40.0 round trip"),
+              Fidelity("engine_version before-0.33: 1 - (weight x (1 - minmax distance) + "
+                       "(1 - weight) x minmax FTS score), a missing FTS score 1 (inverted, "
+                       "lancedb#3154)", EXACT, "lancedb/lancedb@7dba79362^ python/python/lancedb/"
+                       "rerankers/linear_combination.py (the normalisation in query.py "
+                       "unchanged by the fix); not round-tripped (the pinned lancedb is 0.40)"),
+              *COMMON),
+    default_limit=10, exports={"lancedb": _export},
+    extra_defaults={"mode": "linear", "engine_version": LINEAR_VERSIONS[0]})
 SPACES = (RRF, LINEAR)

@@ -36,8 +36,8 @@ def fuse(name, params=None, vec=VEC, key=KEY, limit=10):
 
 def test_every_engine_has_its_modes_and_exports():
     assert ENGINES == ("elasticsearch", "opensearch", "qdrant", "milvus", "weaviate", "lancedb",
-                       "vespa", "sqlite")
-    assert len(SPACES) == 15 and all(spaces_of(e) for e in ENGINES)
+                       "vespa", "sqlite", "pgvector", "azure", "mongodb", "vertex")
+    assert len(SPACES) == 19 and all(spaces_of(e) for e in ENGINES)
     for s in SPACES.values():
         assert s.engine in s.exports or any(f.startswith(s.engine) for f in s.exports)
         assert s.version and s.fidelity and s.grid() and s.defaults()["mode"] == s.mode
@@ -131,8 +131,8 @@ def test_milvus_weaviate_lancedb_vespa_sqlite_by_hand():
     assert m["b"] == pytest.approx(0.4 * (1 + 0.8) / 2, rel=1e-6)
     assert dict(fuse("milvus-rrf"))["b"] == f32(1.0 / 62)
     w = dict(fuse("weaviate-ranked", {"alpha": 0.75}))
-    # FusionRanked: w / (i + 60 + 1), i 0-based; float64 terms into a float32 sum
-    assert w["a"] == f32(f32(0.75 / 61) + 0.25 / 63)
+    # FusionRanked since 1.24: float32(w / (i + 60)), i 0-based, summed in float32
+    assert w["a"] == f32(f32(0.75 / 60) + f32(0.25 / 62))
     r = dict(fuse("weaviate-relative", {"alpha": 0.5}, vec=L(("a", 1.0), ("b", 1.0))))
     assert r["b"] == pytest.approx(0.5 * 1.0, rel=1e-6)              # no spread: 1
     lr = dict(fuse("lancedb-rrf", {"K": 60}))
@@ -266,7 +266,8 @@ def test_cli_refusals_are_one_line(tmp_path):
     code, lines = run("engines", "scifact", "--engine", "nope")
     assert code == 2 and len(lines) == 1
     assert lines[0] == ("error: unknown engine 'nope'; engines: elasticsearch, opensearch, qdrant, "
-                        "milvus, weaviate, lancedb, vespa, sqlite")
+                        "milvus, weaviate, lancedb, vespa, sqlite, pgvector, azure, mongodb, "
+                        "vertex")
     code, lines = run("export", "results/scifact/best.json", "--format", "nope")
     assert code == 2 and len(lines) == 1 and "unknown export format 'nope'" in lines[0]
     assert "qdrant" in lines[0] and "elasticsearch" in lines[0]
@@ -292,12 +293,14 @@ def test_the_committed_engine_tables():
 
     for where in ("results/scifact/engines.json", "results/transfer/en/engines.json"):
         t = EngineTable.from_json(json.loads((ROOT / where).read_text()))
-        assert len(t.rows) == 15 and set(t.table().engine) == set(ENGINES)
+        assert len(t.rows) == len(SPACES) == 19 and set(t.table().engine) == set(ENGINES)
         assert set(t.best_modes().engine) == set(ENGINES)
         live = {r["engine"] for r in t.rows if r["live"]}
-        assert live == {"qdrant", "lancedb", "sqlite", "milvus"}
-        # an engine is called live only where tests/systems/engines/test_engines_live.py round-trips it
-        tests = (ROOT / "tests" / "systems" / "engines" / "test_engines_live.py").read_text()
+        assert live == {"qdrant", "lancedb", "sqlite", "milvus", "pgvector"}
+        # an engine is called live only where a live test file round-trips it
+        here = ROOT / "tests" / "systems" / "engines"
+        tests = "\n".join(f.read_text() for f in (here / "test_engines_live.py",
+                                                   here / "test_pgvector_live.py"))
         assert {e for e in ENGINES if f"def test_{e}_" in tests and "equals_rrfbench" in
                 tests.split(f"def test_{e}_")[1].split("(")[0]} == live
         for r in t.rows:
