@@ -84,7 +84,7 @@ regress: $(VENV)/.compiled
 lint: $(VENV)/.dense-dev
 	$(BIN)/ruff check rrfbench tests benchmarks
 
-## browser-test: notebook 06 in JupyterLab driven by Playwright in Debian's chromium (not in `make test`)
+## browser-test: notebooks 06 (explorer) and 09 (judging widget) in JupyterLab driven by Playwright in Debian's chromium (not in `make test`)
 browser-test: $(VENV)/.notebooks
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	$(PIP) "playwright>=1.40"

@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -138,3 +139,42 @@ def test_wrong_arguments_get_one_line(mini_beir, tmp_path):
     sheet.write_text("a\tb\n")
     one_line_error(*console("judge", str(mini_beir), "--import", str(sheet))[::2],
                    "s.tsv:1", "not a judging sheet")
+
+
+SHEET_CHILD = """
+import sys, time
+from rrfbench.judging.log import JudgmentLog
+from rrfbench.workflows.judging_session import import_sheet, open_session
+add = JudgmentLog.add
+def slow_add(self, *a, **k):          # a person's slow disk: time to be killed mid-import
+    out = add(self, *a, **k)
+    print("added", flush=True)
+    time.sleep(30)
+    return out
+JudgmentLog.add = slow_add
+import_sheet(open_session(sys.argv[1], log_path=sys.argv[2], budget=12), sys.argv[3])
+"""
+
+
+def test_a_sheet_import_killed_midway_loses_nothing_and_resumes(mini_beir, results_root, tmp_path,
+                                                               session):
+    lines = write_sheet(session, tmp_path / "s.tsv").read_text().splitlines()
+    filled = [lines[0]] + ["\t".join([r.split("\t")[0], r.split("\t")[1], "1",
+                                      *r.split("\t")[3:]]) for r in lines[1:]]
+    (tmp_path / "s.tsv").write_text("\n".join(filled) + "\n")
+    log = tmp_path / "sheet.jsonl"
+    env = {**os.environ, "RRFBENCH_RESULTS": str(results_root)}
+    p = subprocess.Popen([sys.executable, "-c", SHEET_CHILD, str(mini_beir), str(log),
+                          str(tmp_path / "s.tsv")], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "added", p.stderr.read()
+        assert p.stdout.readline().strip() == "added"
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+    assert len(JudgmentLog(log).entries) == 2          # what was appended before the kill
+    again = open_session(str(mini_beir), log_path=log, budget=12)
+    got = import_sheet(again, tmp_path / "s.tsv")       # the same sheet, imported again
+    assert got == {"added": 2, "already": 2, "conflicts": 0, "log": str(log)}
+    assert len(again.log.entries) == 4 and len(again.log.grades()) == 4

@@ -127,7 +127,13 @@ RRF = ESRRF(
     name="elasticsearch-rrf", system=f"Elasticsearch rrf retriever ({VERSION})",
     streams={"vector": "dense", "keyword": "bm25"},
     knobs=knobs_rrf("rank_constant", 60, 10, window_name="rank_window_size"),
-    fidelity=(Fidelity("weight / (rank_constant + rank), rank 1-based, float32", EXACT),
+    fidelity=(Fidelity("weight / (rank_constant + rank), rank 1-based, float32", EXACT,
+                       "elastic/elasticsearch x-pack/plugin/rank-rrf/src/main/java/org/"
+                       "elasticsearch/xpack/rank/rrf/RRFRetrieverBuilder.java "
+                       "combineInnerRetrieverResults ('value.score += weights[findex] * (1.0f / "
+                       "(rankConstant + frank))', DEFAULT_RANK_CONSTANT = 60), the version with "
+                       "per-retriever weights as the source index holds it (listed at "
+                       "elastic/elasticsearch@4b066361dd48; not tied to one commit)"),
               Fidelity("rank_window_size: each retriever's top N (default size 10)", EXACT),
               TIES, *COMMON),
     default_limit=10, exports={"elasticsearch": _export}, extra_defaults={"mode": "rrf"})

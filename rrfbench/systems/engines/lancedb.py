@@ -108,7 +108,9 @@ RRF = LanceRRF(
     name="lancedb-rrf", system=f"LanceDB hybrid search + RRFReranker ({VERSION})",
     streams={"vector": "dense", "keyword": "bm25"},
     knobs=(Knob("K", 60, 1, 1000, (1, 2, 5, 10, 20, 40, 60, 100), integer=True), WINDOW),
-    fidelity=(Fidelity("1 / (rank + K), rank 1-based, equal weights (none exposed)", EXACT),
+    fidelity=(Fidelity("1 / (rank + K), rank 1-based, equal weights (none exposed)", EXACT,
+                       "lancedb/lancedb@45cd05347 python/python/lancedb/rerankers/rrf.py "
+                       "(enumerate(ids, 1), 1 / (i + self.K), K=60); the 0.40.0 round trip"),
               Fidelity("float32 relevance, stable descending sort, vector results first", EXACT),
               Fidelity("both sub-queries fetch the query's limit", EXACT), *COMMON),
     default_limit=10, exports={"lancedb": _export}, extra_defaults={"mode": "rrf"})

@@ -80,14 +80,22 @@ DOCS = Fidelity("rank base, score maps and tie order", EXACT,
                 "from Milvus's documentation; equal in Milvus Lite 3.2.2 (round trip)")
 SERVER = Fidelity("float32 scores", ASSUMED,
                   "Milvus's server, not run here; Milvus Lite sums in float64")
+RRF_SRC = Fidelity("RRF: 1 / (k + rank), rank 1-based (idx + 1), k in (0, 16384), summed in "
+                   "float32, no weights", EXACT, "milvus-io/milvus@0779fc686cf8 internal/util/"
+                   "function/rerank/rrf_function.go processOneSearchData")
+WEIGHTED_SRC = Fidelity("weighted: weight x norm(score) summed in float32, weights in [0, 1]",
+                        EXACT, "milvus-io/milvus@055a3a3ec815 internal/util/function/rerank/"
+                        "weighted_function.go processOneSearchData; the norms (COSINE (1 + s) / "
+                        "2, BM25 2 atan(s) / pi) from the documentation and Milvus Lite")
 RRF = MilvusRRF(
     name="milvus-rrf", system=f"Milvus hybrid_search + RRFRanker ({VERSION})",
     streams={"vector": "dense", "keyword": "bm25"},
-    knobs=knobs_rrf("k", 60, 10, weights=False), fidelity=(DOCS, SERVER, *COMMON), default_limit=10,
+    knobs=knobs_rrf("k", 60, 10, weights=False), fidelity=(RRF_SRC, DOCS, SERVER, *COMMON),
+    default_limit=10,
     exports={"milvus": _export}, extra_defaults={"mode": "rrf"})
 WEIGHTED = MilvusWeighted(
     name="milvus-weighted", system=f"Milvus hybrid_search + WeightedRanker ({VERSION})",
     streams={"vector": "dense", "keyword": "bm25"}, knobs=knobs_convex(10, 0.5),
-    fidelity=(DOCS, SERVER, *COMMON), default_limit=10, exports={"milvus": _export},
-    extra_defaults={"mode": "weighted"})
+    fidelity=(WEIGHTED_SRC, DOCS, SERVER, *COMMON), default_limit=10,
+    exports={"milvus": _export}, extra_defaults={"mode": "weighted"})
 SPACES = (RRF, WEIGHTED)

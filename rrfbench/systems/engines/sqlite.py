@@ -62,7 +62,10 @@ RRF = SQLiteRRF(
     name="sqlite-rrf", system=f"SQLite FTS5 + sqlite-vec, RRF in SQL ({VERSION})",
     streams={"vector": "dense", "keyword": "fts5"},
     knobs=knobs_rrf("k", 60, 10),
-    fidelity=(Fidelity("the SQL statement rrfbench exports, run as is", EXACT),
+    fidelity=(Fidelity("the SQL statement rrfbench exports, run as is", EXACT,
+                       "the statement is rrfbench's own (rrfbench/systems/engines/sqlite.py SQL; "
+                       "the pattern of asg017/sqlite-vec's hybrid-search example), run on apsw "
+                       "with sqlite-vec 0.1.9 in the round trip"),
               Fidelity("ties: fused score, then document id", EXACT),
               *fidelity_common(True, "FTS5 (or_tokens)")),
     default_limit=10, exports={"sqlite": _export}, extra_defaults={"mode": "rrf"})

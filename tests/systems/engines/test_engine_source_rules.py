@@ -100,3 +100,15 @@ def test_agreement_up_to_ties_accepts_exactly_the_permutations_of_tied_documents
     assert not agrees_up_to_ties(ours, ["b", "a", "c", "d", "e"], k=5)
     assert not agrees_up_to_ties(ours, ["a", "b", "c", "d", "g"], k=5)  # a lower document in
     assert not agrees_up_to_ties(ours, ["a", "b", "b", "d", "e"], k=5)  # a duplicate
+
+
+def test_every_engine_modes_fidelity_list_cites_its_source():
+    """A formula read from code names the repository and commit (``owner/repo@abc1234``), a
+    formula read from a reference its address; SQLite's statement is rrfbench's own file."""
+    import re
+
+    from rrfbench.systems.engines import SPACES
+
+    cite = re.compile(r"[\w.-]+/[\w.-]+@[0-9a-f]{7,}|https?://|rrfbench/systems/engines/\w+\.py")
+    for name, space in SPACES.items():
+        assert any(cite.search(f"{f.item} {f.note}") for f in space.fidelity), name
