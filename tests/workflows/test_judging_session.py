@@ -146,10 +146,13 @@ import sys, time
 from rrfbench.judging.log import JudgmentLog
 from rrfbench.workflows.judging_session import import_sheet, open_session
 add = JudgmentLog.add
-def slow_add(self, *a, **k):          # a person's slow disk: time to be killed mid-import
+done = []
+def slow_add(self, *a, **k):          # stalls after the second grade: killed mid-import
     out = add(self, *a, **k)
+    done.append(1)
     print("added", flush=True)
-    time.sleep(30)
+    if len(done) == 2:
+        time.sleep(60)
     return out
 JudgmentLog.add = slow_add
 import_sheet(open_session(sys.argv[1], log_path=sys.argv[2], budget=12), sys.argv[3])
