@@ -129,10 +129,12 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended",
     owner_name = getattr(result, "preset", None)
     if fmt in systems and owner_name not in owners(fmt):
         raise InputError(not_expressible(result, fmt, owners(fmt), path))
-    if warn and validation_line(result):
-        warnings.warn(validation_line(result), ValidationWarning, stacklevel=2)
     if engine_version is not None and fmt not in systems:
         raise InputError(f"--engine-version: {fmt!r} is not an engine's format")
+    if engine_version is not None:          # refused before any warning is printed
+        _version_lines(get_system(owner_name), {}, engine_version, check_only=True)
+    if warn and validation_line(result):
+        warnings.warn(validation_line(result), ValidationWarning, stacklevel=2)
     if fmt in systems:
         owner = get_system(owner_name)
         params = dict(owner.defaults() | result.config_for(which))
@@ -157,14 +159,14 @@ def render(result, fmt: str, warn: bool = True, which: str = "recommended",
             + f"export const RRF_CONFIG = {js_value(c)}{tail}\n")
 
 
-def _version_lines(owner, params: dict, target: str | None) -> list[str]:
+def _version_lines(owner, params: dict, target: str | None, check_only: bool = False) -> list[str]:
     """The engine version an export targets (engine modes with version ranges only)."""
     versions = getattr(owner, "versions", ())
     if target is not None:
         if not hasattr(owner, "check_version"):
             raise InputError(f"--engine-version: {owner.name} is a studied system, not an engine")
         owner.check_version(target)
-    if not versions:
+    if not versions or check_only:
         return []
     tuned = owner.version_of(params)
     target = target or tuned

@@ -112,3 +112,20 @@ def test_every_engine_modes_fidelity_list_cites_its_source():
     cite = re.compile(r"[\w.-]+/[\w.-]+@[0-9a-f]{7,}|https?://|rrfbench/systems/engines/\w+\.py")
     for name, space in SPACES.items():
         assert any(cite.search(f"{f.item} {f.note}") for f in space.fidelity), name
+
+
+def test_export_engine_version_from_the_console_script():
+    from tests.conftest import ROOT
+    from tests.test_cli import console, one_line_error
+
+    best = str(ROOT / "results" / "scifact" / "engines" / "elasticsearch-linear" / "best.json")
+    code, out, err = console("export", best, "--format", "elasticsearch", "--engine-version",
+                             "8.18.0-8.18.2")
+    assert code == 0, err
+    assert "targets elasticsearch 8.18.0-8.18.2" in out and "tuned under" in err
+    code, out, _ = console("export", best, "--format", "elasticsearch")
+    assert code == 0 and "targets elasticsearch 8.18.3+" in out
+    one_line_error(*console("export", best, "--format", "elasticsearch", "--engine-version",
+                            "7.17")[::2], "--engine-version", "'7.17'", "8.18.3+")
+    one_line_error(*console("export", best, "--format", "json", "--engine-version",
+                            "8.18.3+")[::2], "--engine-version", "not an engine's format")
