@@ -16,27 +16,10 @@ import pytest
 
 from rrfbench.systems.engines import pgvector as pg_space
 from rrfbench.systems.presets.base import Hit
+from tests.systems.engines.conftest import N_QUERIES
 
-N_QUERIES = 25
 SETTINGS = [{}, {"k": 10, "vector_weight": 0.5, "keyword_weight": 2.0, "window": 20},
             {"k": 1, "vector_weight": 3.0, "keyword_weight": 1.0, "window": 50}]
-
-
-@pytest.fixture(scope="module")
-def cut(mini_beir):
-    """The 400-document cranfield cut: docids, texts, unit embeddings, and N_QUERIES queries
-    with their texts and embeddings (the dense model's, from this machine's cache)."""
-    from rrfbench import load_dataset
-    from rrfbench.retrievers import make_retriever
-
-    ds = load_dataset(str(mini_beir))
-    r = make_retriever("dense", show_progress=False)
-    emb = np.asarray(r.corpus_embeddings(ds), dtype=np.float32)
-    q = ds.split_queries("test").head(N_QUERIES)
-    qemb = np.asarray(r.query_embeddings(list(q.text)), dtype=np.float32)
-    texts = [f"{t} {x}".strip() for t, x in zip(ds.corpus.title, ds.corpus.text, strict=True)]
-    return {"docids": list(ds.corpus.docid), "texts": texts, "emb": emb,
-            "qids": list(q.qid), "qtexts": list(q.text), "qemb": qemb}
 
 
 @pytest.fixture(scope="module")
