@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 
+from ...core.literals import num
 from .base import (
     ASSUMED,
     EXACT,
@@ -42,8 +43,7 @@ DOCS = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/rankF
 
 
 def _num(v):
-    v = float(v)
-    return int(v) if v.is_integer() else v
+    return num(float(v))
 
 
 def _export(params: dict, prov: list[str]) -> str:
