@@ -367,6 +367,8 @@ def judge(
     if dataset is None:
         raise InputError("judge: name a collection (a name or a BEIR folder)")
     grades = [int(g) for g in parse_numbers("--scale", scale)]
+    if import_ is not None and not import_.is_file():
+        raise InputError(f"--import: {import_}: file not found")   # before any retrieval
     session = open_session(dataset, suite, split, log_path, grades, method, batch, budget,
                            log=_quiet if as_json else _log, system=preset, settings=settings)
     if sheet is not None:

@@ -130,11 +130,14 @@ def test_judgments_in_the_terminal_survive_a_kill(mini_beir, results_root, tmp_p
     assert (tmp_path / "q.tsv").read_text().startswith("query-id\tcorpus-id\tscore\n")
 
 
-def test_wrong_arguments_get_one_line(mini_beir, tmp_path):
+def test_wrong_arguments_get_one_line(mini_beir, results_root, tmp_path):
+    _with_suite_result(results_root)     # the sheet's own error, not the missing suite result
     one_line_error(*console("judge")[::2], "name a collection")
     one_line_error(*console("judge", str(mini_beir), "--scale", "x")[::2], "--scale")
     one_line_error(*console("judge", str(mini_beir), "--split", "nope")[::2], "--split", "nope")
     one_line_error(*console("judge", str(mini_beir), "--batch", "0")[::2], "--batch")
+    one_line_error(*console("judge", str(mini_beir), "--import", str(tmp_path / "nosuch.tsv"))[::2],
+                   "--import", "nosuch.tsv", "file not found")
     sheet = tmp_path / "s.tsv"
     sheet.write_text("a\tb\n")
     one_line_error(*console("judge", str(mini_beir), "--import", str(sheet))[::2],
