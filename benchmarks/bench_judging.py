@@ -1,9 +1,10 @@
 """Judging speed: choosing the next batch and updating the estimate, against one evaluation.
 
 On cranfield's first 100 test queries with three streams (bm25, fts5, dense; cached runs), the
-current constants (RRF k=60) against the suite's change: building the pairs both runs rank in
-their top 10 and ordering them (``pairs`` + ``order_pairs``, MTC) and updating the estimate after
-a batch (``estimate`` with 200 grades), each timed against the named baseline measured in the
+current constants (RRF k=60) against the suite's change and its alternatives (a
+``Contest``): building the pairs every comparison's runs rank in their top 10 and ordering them
+(``Contest.order``, MTC) and updating the decision after a batch (``Contest.verdict`` with 200
+grades: every comparison's estimate), each timed against the named baseline measured in the
 same process: one ``rrfbench.core.evaluation.evaluate`` of the fused run (nDCG@10 through
 ir_measures). Best of 5. The target: under a second each on 2 cores (a person waits for it).
 Then the judging widget's key press (``JudgingWidget.press``: the grade fsynced into the log,
@@ -20,18 +21,15 @@ import _common  # noqa: F401  (data path, offline hub)
 
 from rrfbench.core.evaluation import evaluate
 from rrfbench.data.datasets import load_dataset
-from rrfbench.fusion.config import Config
-from rrfbench.judging.decide import estimate, order_pairs, pairs
-from rrfbench.workflows.dataset import load_runs
-from rrfbench.workflows.judge import suite_candidates
+from rrfbench.judging.contest import Contest
+from rrfbench.workflows.judge import fused_candidates, suite_candidates
 
 ds = load_dataset("cranfield")
 qrels = ds.qrels("test")
 queries = sorted(qrels.qids)[:100]
-runs = load_runs(ds, ["bm25", "fts5", "dense"], "test")
 cands = suite_candidates("en", "cranfield")
-current, change = cands.current, cands.change
-cur, chg = Config.from_json(current).fuse(runs), Config.from_json(change).fuse(runs)
+fused = fused_candidates(cands, ds, "test", queries=queries)
+chg = fused.runs[fused.change]
 grades = {(q, d): r for q, d, r in zip(qrels.df.qid, qrels.df.docid, qrels.df.relevance,
                                         strict=True)}
 
@@ -39,16 +37,16 @@ t_eval, _ = _common.best_of(lambda: evaluate(chg, qrels, ["nDCG@10"]), 5)
 
 
 def select():
-    p = pairs(cur, chg, queries)
-    return p, order_pairs(p, "mtc")
+    c = Contest(fused.runs, fused.priors, fused.prior_take, queries)   # pairs computed afresh
+    return c, c.order("mtc")
 
 
-t_sel, (p, order) = _common.best_of(select, 5)
+t_sel, (c, order) = _common.best_of(select, 5)
 batch = {(q, d): grades.get((q, d), 0) for q, d in zip(order.qid[:200], order.docid[:200],
                                                           strict=True)}
-t_est, est = _common.best_of(lambda: estimate(p, batch, 2), 5)
-print(f"cranfield, {len(queries)} queries, {len(p.table)} pairs ({len(order)} that matter); "
-      f"baseline evaluate(nDCG@10) {t_eval:.3f} s")
+t_est, v = _common.best_of(lambda: c.verdict(batch, 2), 5)
+print(f"cranfield, {len(queries)} queries, {len(c.labels)} candidates, {len(c.comparisons())} "
+      f"comparisons, {len(order)} pairs that matter; baseline evaluate(nDCG@10) {t_eval:.3f} s")
 print(f"select_s: {t_sel:.3f}")
 print(f"estimate_s: {t_est:.3f}")
 print(f"ratio_select_vs_evaluate: {t_sel / t_eval:.2f}")
@@ -66,5 +64,5 @@ with tempfile.TemporaryDirectory() as tmp:
         w.press("1" if i % 3 == 0 else "0")
         presses.append(w.last_ms)
 press = statistics.median(presses)
-print(f"press_ms: {press:.1f} (median of 20; {len(w.session.pairs.table)} pairs, every query)")
+print(f"press_ms: {press:.1f} (median of 20; {len(w.session.order)} pairs that matter, every query)")
 print(f"ratio_press_vs_evaluate: {press / 1000 / t_eval:.2f}")

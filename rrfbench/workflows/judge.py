@@ -2,12 +2,13 @@
 
 :func:`simulate_decision` hides a collection's qrels from everything but a simulated judge
 (:class:`rrfbench.judging.judges.QrelsJudge`): the candidates are the current constants (the
-suite's default, RRF k=60 with equal weights) and the change the suite selected on the *other*
-collections (its leave-one-collection-out selection), the prior is the suite's decision for that
-collection made without it (the nested grading of the decision rule), and up to ``budget``
-pairs are judged in the order of a selection method (:mod:`rrfbench.judging.decide`). Only then
-are the full qrels read, to say whether the decision was right (the better candidate under
-nDCG@10, or within 0.005 of it) and its regret. :func:`simulation_table` does it for every
+suite's default, RRF k=60 with equal weights), the change the suite selected on the *other*
+collections (its leave-one-collection-out selection) and a few strong alternatives from the
+same evidence (:func:`alternatives`); the prior is the suite's decision for that collection made
+without it (the nested grading of the decision rule), and up to ``budget`` pairs are judged in
+the order of a selection method (:mod:`rrfbench.judging.contest`). Only then are the full qrels
+read, to say whether the decision was right (the best candidate under nDCG@10, or within 0.005
+of it) and its regret. :func:`simulation_table` does it for every
 collection of a suite, budget and method, and writes the table, a plot and a report.
 
 Called from: the CLI's ``judge`` command and tests.
@@ -25,11 +26,11 @@ import pandas as pd
 from ..core.errors import InputError
 from ..core.evaluation import evaluate
 from ..core.progress import progress
-from ..core.runs import Run
 from ..core.store import results_dir, write_figure, write_json, write_text
 from ..data.datasets import load_dataset
 from ..fusion.config import Config
-from ..judging.decide import METHODS, Prior, decide, estimate, order_pairs, pairs, posterior, stop
+from ..judging.contest import Contest
+from ..judging.decide import METHODS, Prior
 from ..judging.judges import QrelsJudge
 from ..judging.log import JudgmentLog
 from ..results.dataset import load_result
@@ -41,6 +42,7 @@ from .suite import suite_members, transfer_dir
 
 SPECS = ("bm25", "fts5", "dense")   # free fusion's streams: the suite's
 BUDGETS = (0, 25, 50, 100, 200, 400)
+ALTERNATIVES = 2      # strong alternatives beside the suite's change (see alternatives())
 RIGHT_TOL = 0.005     # a decision within this much nDCG@10 of the better candidate is right
 METRIC = "nDCG@10"
 
@@ -57,6 +59,40 @@ class Candidates:
     source: str
     prior: Prior
     system: str | None = None     # a studied system or engine mode (None: free fusion)
+    alternatives: tuple = ()      # (config, Prior, label): strong alternatives, see alternatives()
+
+
+def alternatives(r, collection: str, by_label: dict, exclude: Sequence[str],
+                 n: int = None) -> tuple:
+    """A few strong alternatives from the suite's leave-one-collection-out evidence: every other
+    collection's own selection (the transfer matrix's rows), scored by its mean nDCG@10 gain
+    over the default on the collections that are neither this one nor its source (so the gain
+    is out of sample twice); the ``n`` best (default :data:`ALTERNATIVES`) whose labels are not
+    in ``exclude`` (the current constants and the change), each with that evidence as its
+    prior."""
+    n = ALTERNATIVES if n is None else n
+    tm = r.transfer_matrix
+    cols, delta = list(tm["collections"]), tm["delta"]
+    source = {row["collection"]: row["in_domain"]["label"] for row in r.loco}
+    scored = []
+    for i, src in enumerate(cols):
+        label = source.get(src)
+        if src == collection or label is None or label not in by_label:
+            continue
+        gains = [delta[i][j] for j, c in enumerate(cols) if c not in (collection, src)]
+        if len(gains) < 2:
+            continue
+        scored.append((-float(np.mean(gains)), label, src, gains))
+    out, seen = [], set(exclude)
+    for neg, label, src, gains in sorted(scored):
+        if label in seen:
+            continue
+        seen.add(label)
+        out.append((by_label[label], Prior(-neg, float(np.std(gains, ddof=1)), len(gains),
+                    f"{label} (selected on {src}) on {len(gains)} other collections"), label))
+        if len(out) == n:
+            break
+    return tuple(out)
 
 
 def suite_candidates(suite: str, collection: str) -> Candidates:
@@ -80,11 +116,15 @@ def suite_candidates(suite: str, collection: str) -> Candidates:
         if label not in grid:
             raise InputError(f"{path}: the selection {label!r} is not in the default grid")
         took = r.decision["grading"]["rules"][rule]["per_collection"][collection]["took_change"]
+        alts = alternatives(r, collection, {k: c.to_json() for k, c in grid.items()},
+                            [current.get("label", ""), label])
         return Candidates(current, grid[label].to_json(), bool(took), (
             f"suite {suite} without {collection}: selected {label}, rule {rule!r} "
-            f"{'takes' if took else 'keeps the default over'} it"), prior)
+            f"{'takes' if took else 'keeps the default over'} it"), prior, None, alts)
+    alts = alternatives(r, collection, {k: c.to_json() for k, c in grid.items()},
+                        [current.get("label", ""), r.label])
     return Candidates(current, r.config, bool(r.decision["take_change"]),
-                      f"suite {suite}: recommendation {r.label}, rule {rule!r}", prior)
+                      f"suite {suite}: recommendation {r.label}, rule {rule!r}", prior, None, alts)
 
 
 def system_candidates(suite: str, name: str, collection: str,
@@ -109,18 +149,22 @@ def system_candidates(suite: str, name: str, collection: str,
                   f"suite {suite} (over its shipped knobs)")
     rule = r.decision["rule"]
     own = f"; current: your --set {settings}" if settings else ""
+    by_label = {knobs_label(space, g): g for g in space.grid()}
     if collection in rows:
-        by_label = {knobs_label(space, g): g for g in space.grid()}
         label = rows[collection]["selected"]
         if label not in by_label:
             raise InputError(f"{path}: the selection {label!r} is not in {name}'s grid")
         took = r.decision["grading"]["rules"][rule]["per_collection"][collection]["took_change"]
+        alts = alternatives(r, collection, by_label, [knobs_label(space, current), label])
         return Candidates(current, by_label[label], bool(took), (
             f"{name}, suite {suite} without {collection}: selected {label}, rule {rule!r} "
-            f"{'takes' if took else 'keeps the shipped knobs over'} it{own}"), prior, name)
-    return Candidates(current, space.defaults() | dict(r.config), bool(r.decision["take_change"]),
+            f"{'takes' if took else 'keeps the shipped knobs over'} it{own}"), prior, name, alts)
+    change = space.defaults() | dict(r.config)
+    alts = alternatives(r, collection, by_label, [knobs_label(space, current),
+                                                  knobs_label(space, change)])
+    return Candidates(current, change, bool(r.decision["take_change"]),
                       f"{name}, suite {suite}: recommendation {r.label}, rule {rule!r}{own}",
-                      prior, name)
+                      prior, name, alts)
 
 
 def knobs_label(space, params: dict) -> str:
@@ -140,20 +184,28 @@ def candidates(suite: str, collection: str, system: str | None = None,
 
 
 def fused_candidates(cands: Candidates, dataset, split: str,
-                     log: Callable[[str], None] = _quiet) -> tuple[Run, Run, dict]:
-    """The two candidates' runs on ``split`` and their labels."""
+                     log: Callable[[str], None] = _quiet,
+                     queries: Sequence[str] | None = None) -> Contest:
+    """The candidates' runs on ``split`` as a :class:`~rrfbench.judging.contest.Contest`
+    (current, change, alternatives; labelled), with their priors; ``queries``: those the
+    decision is about (default: the split's)."""
+    configs = [cands.current, cands.change, *(c for c, _, _ in cands.alternatives)]
     if cands.system is None:
         runs = load_runs(dataset, list(SPECS), split, log=log)
-        fused = [Config.from_json(c).fuse(runs) for c in (cands.current, cands.change)]
-        labels = {side: c.get("label") or Config.from_json(c).label(list(SPECS))
-                  for side, c in (("current", cands.current), ("change", cands.change))}
-        return fused[0], fused[1], labels
-    space = get_system(cands.system)
-    runs = preset_runs(space, dataset, split)
-    fused = [space.run(runs, c) for c in (cands.current, cands.change)]
-    labels = {side: f"{cands.system} {knobs_label(space, c)}"
-              for side, c in (("current", cands.current), ("change", cands.change))}
-    return fused[0], fused[1], labels
+        fused = [Config.from_json(c).fuse(runs) for c in configs]
+        labels = [c.get("label") or Config.from_json(c).label(list(SPECS)) for c in configs]
+    else:
+        space = get_system(cands.system)
+        runs = preset_runs(space, dataset, split)
+        fused = [space.run(runs, c) for c in configs]
+        labels = [f"{cands.system} {knobs_label(space, c)}" for c in configs]
+    if labels[0] == labels[1]:                  # --set equal to the change: tell them apart
+        labels[0] += " (current)"
+    priors = {labels[1]: cands.prior} | {lab: p for (_, p, _), lab in
+                                         zip(cands.alternatives, labels[2:], strict=True)}
+    if queries is None:
+        queries = list(dataset.split_queries(split).qid)
+    return Contest(dict(zip(labels, fused, strict=True)), priors, cands.prior_take, queries)
 
 
 def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[int] = BUDGETS,
@@ -164,12 +216,10 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
     cands = candidates(suite, dataset.name, system, settings)
-    prior, source = cands.prior_take, cands.source
-    cur_run, chg_run, labels = fused_candidates(cands, dataset, protocol.eval_split, log)
     qrels = dataset.qrels(protocol.eval_split)       # read by the judge and, at the end, the grader
     queries = sorted(qrels.qids)
-    p = pairs(cur_run, chg_run, queries)
-    order = order_pairs(p, method, seed)
+    contest = fused_candidates(cands, dataset, protocol.eval_split, log, queries)
+    order = contest.order(method, seed)
     max_grade = int(max(qrels.df.relevance.max(), 1))
     judge = QrelsJudge(qrels)
     stem = f"{dataset.name}.{system}.{method}" if system else f"{dataset.name}.{method}"
@@ -177,35 +227,39 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
     if path.exists():
         path.unlink()                                   # a simulation starts from no judgments
     jl = JudgmentLog(path, queries, None, range(0, max_grade + 1))
-    truth = {"current": evaluate(cur_run, qrels, [METRIC])[METRIC],
-             "change": evaluate(chg_run, qrels, [METRIC])[METRIC]}
+    truth = {lab: evaluate(run, qrels, [METRIC])[METRIC] for lab, run in contest.runs.items()}
     best = max(truth.values())
+    cur, chg = contest.current, contest.change
     out, done = [], 0
     for budget in sorted(budgets):
         for row in order.iloc[done:budget].itertuples():
             jl.add(row.qid, row.docid, judge.grade(row.qid, row.docid), judge.name, why=row.why)
         done = max(done, min(budget, len(order)))
-        est = estimate(p, jl.grades(), max_grade) if done else None
-        take, why = decide(prior, est, cands.prior)
-        post = posterior(cands.prior, est)
-        chosen = "change" if take else "current"
+        v = contest.verdict(jl.grades() if done else {}, max_grade)
+        est, post = v.estimate, v.posterior
         out.append({
             "collection": dataset.name, "method": method, "budget": budget, "judgments": done,
-            "decision": labels[chosen], "current": labels["current"], "take_change": take,
-            "prior_take_change": prior, "prior": source, "why": why,
+            "decision": v.chosen, "current": cur, "take_change": v.take_change,
+            "took": "current" if v.chosen == cur else "change" if v.chosen == chg else "alternative",
+            "prior_take_change": cands.prior_take, "prior": cands.source, "why": v.why,
             "estimate_dcg10": None if est is None else round(est.judged_only, 6),
             "se_dcg10": None if est is None else round(est.se, 6),
             "estimate_ndcg10": None if est is None else round(est.ndcg, 6),
             "se_ndcg10": None if est is None else round(est.ndcg_se, 6),
             "posterior_gain": round(post[0], 6), "posterior_sd": round(post[1], 6),
-            "stop": stop(cands.prior, est),
+            "stop": v.settled,
             "settled": bool(est is not None and est.settled),
-            "judged_at_10": None if est is None else {k: round(v, 4) for k, v in est.judged_at_10.items()},
-            "ndcg10_current": round(truth["current"], 6), "ndcg10_change": round(truth["change"], 6),
-            "right": bool(best - truth[chosen] <= RIGHT_TOL),
-            "regret": round(best - truth[chosen], 6),
-            "loss_vs_current": round(truth["current"] - truth[chosen], 6),
-            "pairs_that_matter": int((p.table.delta != 0).sum()),
+            "judged_at_10": None if est is None else {k: round(x, 4) for k, x in est.judged_at_10.items()},
+            "candidates": len(contest.labels), "alternatives": contest.alternatives,
+            "ndcg10_current": round(truth[cur], 6), "ndcg10_change": round(truth[chg], 6),
+            "ndcg10_best_alternative": round(max((truth[a] for a in contest.alternatives),
+                                                 default=float("nan")), 6),
+            "ndcg10_decision": round(truth[v.chosen], 6),
+            "right": bool(best - truth[v.chosen] <= RIGHT_TOL),
+            "right_of_two": bool(max(truth[cur], truth[chg]) - truth[v.chosen] <= RIGHT_TOL),
+            "regret": round(best - truth[v.chosen], 6),
+            "loss_vs_current": round(truth[cur] - truth[v.chosen], 6),
+            "pairs_that_matter": int(len(contest.order("mtc"))),
         })
     return out
 
@@ -246,7 +300,7 @@ def simulation_table(suite: str = "en", budgets: Sequence[int] = BUDGETS,
     summary = simulation_summary(t)
     out = tmp
     out.mkdir(parents=True, exist_ok=True)
-    keep = [c for c in t.columns if c not in ("judged_at_10", "prior", "why")]
+    keep = [c for c in t.columns if c not in ("judged_at_10", "prior", "why", "alternatives")]
     write_text(out / "simulation.csv", t[keep].to_csv(index=False, float_format="%.4f"))
     write_json(out / "summary.json", summary.round(4).to_dict("records"))
     _plot(summary, out / "simulation.png", suite)
@@ -255,11 +309,15 @@ def simulation_table(suite: str = "en", budgets: Sequence[int] = BUDGETS,
 
 
 def simulation_summary(t: pd.DataFrame) -> pd.DataFrame:
-    """Per method and budget: decisions right (of how many), mean regret, the worst loss
-    against the current constants, judgments used on average."""
+    """Per method and budget: decisions right among all the candidates (of how many), right
+    between the first two (the current constants and the suite's change), mean regret, the
+    worst loss against the current constants, alternatives taken, judgments used on average."""
+    t = t.assign(alternative=t.took == "alternative")
     return (t.groupby(["method", "budget"])
-            .agg(right=("right", "sum"), of=("right", "size"), mean_regret=("regret", "mean"),
-                 worst_loss=("loss_vs_current", "max"), judgments=("judgments", "mean"))
+            .agg(right=("right", "sum"), of=("right", "size"),
+                 right_of_two=("right_of_two", "sum"), mean_regret=("regret", "mean"),
+                 worst_loss=("loss_vs_current", "max"), alternatives=("alternative", "sum"),
+                 judgments=("judgments", "mean"))
             .reset_index())
 
 
@@ -288,22 +346,29 @@ def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str, system: str | No
     current = f"{system}'s shipped knobs" if system else "RRF k=60, equal weights"
     lines = [f"# Deciding with a few judgments: suite {suite}" + (f", {system}" if system else ""),
              "", f"Per collection: the current constants ({current}) against the change "
-             "the suite selected on the other collections; the prior is the suite's decision "
+             "the suite selected on the other collections, then up to "
+             f"{ALTERNATIVES} strong alternatives (the other collections' own selections with the "
+             "largest mean gain on the rest, the transfer matrix; none is taken without a "
+             "judgment that favours it); the prior is the suite's decision "
              "made without the collection; a simulated judge answers from the real qrels, which "
-             "nothing else reads until the decision is graded (right: the better candidate "
-             f"under nDCG@10, or within {RIGHT_TOL}).", "",
-             "| method | budget | right | mean regret | worst loss vs current |",
-             "|---|---|---|---|---|"]
+             "nothing else reads until the decision is graded (right: the best of all the "
+             f"candidates under nDCG@10, or within {RIGHT_TOL}; right of two: the better of the "
+             "current constants and the change).", "",
+             "| method | budget | right | right of two | mean regret | worst loss vs current "
+             "| alternatives taken |",
+             "|---|---|---|---|---|---|---|"]
     for r in summary.itertuples():
-        lines.append(f"| {r.method} | {r.budget} | {r.right} of {r.of} | {r.mean_regret:.4f} | "
-                     f"{r.worst_loss:+.4f} |")
+        lines.append(f"| {r.method} | {r.budget} | {r.right} of {r.of} | {r.right_of_two} of "
+                     f"{r.of} | {r.mean_regret:.4f} | {r.worst_loss:+.4f} | {r.alternatives} |")
     lines += ["", "The decision with judgments: the prior (the mean and spread of the suite's LOCO "
               "gains on the other collections) and the judged nDCG@10 difference (the judged "
               "DCG@10 differences over the mean ideal DCG@10 built from the judged grades; "
               "unjudged documents not relevant; standard error floored at 0.005) combined by "
               "their precisions; the change is taken when the posterior gain is above 0; with "
               "no relevant judgment where the rankings differ, the suite's rule stands "
-              "(rrfbench/judging/decide.py).", "",
+              "(rrfbench/judging/decide.py); each alternative then challenges the winner by the "
+              "same update on the documents the two rank differently "
+              "(rrfbench/judging/contest.py).", "",
               "How often the judged estimate's sign agrees with the nDCG@10 difference under the "
               "full qrels (differences within 0.005 count as agreeing):", "",
               "| method | " + " | ".join(str(b) for b in sorted(t.budget.unique()) if b) + " |",

@@ -1,12 +1,13 @@
 """Judging a team's own collection: the next batch to judge, in the terminal or in a sheet.
 
 A :class:`Session` holds the decision (the current constants against the suite's advice, with
-the suite's prior: :func:`rrfbench.workflows.judge.suite_candidates`), the two fused runs on the
-collection's queries (a collection without qrels is judged on every query: the ``UNJUDGED``
-split), the pairs in the order of the selection method, and the :class:`JudgmentLog` the grades
-go to. Nothing here reads qrels: a session asks, records and decides. After every batch
-:meth:`Session.status` gives the estimate, the posterior and the stopping rule
-(:mod:`rrfbench.judging.decide`); the terminal prints "the decision is settled" when the rule
+the suite's prior, then a few strong alternatives: :func:`rrfbench.workflows.judge.candidates`)
+as a :class:`~rrfbench.judging.contest.Contest` of fused runs on the collection's queries (a
+collection without qrels is judged on every query: the ``UNJUDGED`` split), the pairs in the
+order of the selection method, and the :class:`JudgmentLog` the grades go to. Nothing here
+reads qrels: a session asks, records and decides. After every batch :meth:`Session.status`
+gives the estimate, the posterior, each alternative's challenge and the stopping rule
+(:mod:`rrfbench.judging.contest`); the terminal prints "the decision is settled" when the rule
 says so.
 
 * :func:`judge_terminal`: one pair at a time (the query, the document with the query's terms
@@ -27,29 +28,21 @@ import csv
 import io
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
 import pandas as pd
 import Stemmer
-from sklearn.feature_extraction._stop_words import ENGLISH_STOP_WORDS
 
 from ..core.errors import InputError
-from ..core.runs import Run, read_text
+from ..core.runs import read_text
 from ..core.store import results_dir, write_text
 from ..data.datasets import UNJUDGED, Dataset, load_dataset
-from ..judging.decide import (
-    METHODS,
-    Estimate,
-    decide,
-    estimate,
-    order_pairs,
-    pairs,
-    posterior,
-    stop,
-)
+from ..judging.contest import Contest
+from ..judging.decide import METHODS, Estimate
 from ..judging.log import JudgmentLog
+from ..retrievers.fts5 import FTS_STOPWORDS
 from .cache import _quiet
 from .judge import Candidates, candidates, fused_candidates
 
@@ -70,18 +63,14 @@ class Session:
     dataset: Dataset
     split: str
     candidates: Candidates
-    current: Run
-    change: Run
+    contest: Contest
     log: JudgmentLog
     method: str = "mtc"
     batch: int = 10
     budget: int = 200
-    labels: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        queries = list(self.dataset.split_queries(self.split).qid)
-        self.pairs = pairs(self.current, self.change, queries)
-        self.order = order_pairs(self.pairs, self.method)
+        self.order = self.contest.order(self.method)
         self._queries = dict(zip(self.dataset.queries.qid, self.dataset.queries.text, strict=True))
         c = self.dataset.corpus
         self._docs = {d: f"{t}\n{x}".strip() if t else x
@@ -107,24 +96,24 @@ class Session:
 
     # ---------------------------------------------------------------- where it stands
     def estimate(self) -> Estimate | None:
-        g = self.log.grades()
-        return estimate(self.pairs, g, max(self.log.scale)) if g else None
+        """The judged difference between the current constants and the suite's change."""
+        return self.contest.verdict(self.log.grades(), max(self.log.scale)).estimate
 
     def status(self) -> dict:
-        est = self.estimate()
-        prior = self.candidates.prior
-        take, why = decide(self.candidates.prior_take, est, prior)
-        m, sd = posterior(prior, est)
+        v = self.contest.verdict(self.log.grades(), max(self.log.scale))
+        est, (m, sd) = v.estimate, v.posterior
         return {"collection": self.dataset.name, "split": self.split,
                 "ignore_identical_ids": self.dataset.ignore_identical_ids,
-                "decision": self.labels["change" if take else "current"],
-                "current": self.labels["current"], "change": self.labels["change"],
-                "take_change": take, "why": why, "judgments": 0 if est is None else est.judged,
+                "decision": v.chosen, "current": self.contest.current,
+                "change": self.contest.change, "alternatives": self.contest.alternatives,
+                "take_change": v.take_change, "why": v.why,
+                "judgments": len(self.log.grades()),
                 "posterior_gain": round(m, 6), "posterior_sd": round(sd, 6),
                 "estimate_ndcg10": None if est is None else round(est.ndcg, 6),
-                "judged_at_10": None if est is None else {k: round(v, 4) for k, v in
+                "judged_at_10": None if est is None else {k: round(x, 4) for k, x in
                                                           est.judged_at_10.items()},
-                "settled": stop(prior, est), "budget": self.budget,
+                "challenges": v.challenges,
+                "settled": v.settled, "budget": self.budget,
                 "pending": len(self.pending()), "conflicts": len(self.log.conflicts()),
                 "prior": self.candidates.source}
 
@@ -149,19 +138,19 @@ def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = 
         raise InputError(f"--split: no split {split!r} in {ds.name}; available: "
                          f"{', '.join([UNJUDGED, *ds.splits])}")
     cands = candidates(suite, ds.name, system, settings)
-    cur, chg, labels = fused_candidates(cands, ds, split, log)
+    contest = fused_candidates(cands, ds, split, log)
     jl = JudgmentLog(log_path or default_log(ds.name), ds.queries.qid, ds.corpus.docid, scale)
-    return Session(ds, split, cands, cur, chg, jl, method, batch, budget, labels)
+    return Session(ds, split, cands, contest, jl, method, batch, budget)
 
 
 # --------------------------------------------------------------------------- the terminal
 def marked(text: str, query: str, limit: int = SNIPPET, html: bool = False) -> str:
     """``text`` (cut to ``limit`` characters) with the words that share a stem with one of
-    the query's words (English Snowball stems, stop words left out) marked ``**like this**``,
-    or with ``html`` escaped and marked ``<mark>like this</mark>``."""
+    the query's words (English Snowball stems; the FTS5 query builder's stop words left out)
+    marked ``**like this**``, or with ``html`` escaped and marked ``<mark>like this</mark>``."""
     text = text if len(text) <= limit else text[:limit].rstrip() + " ..."
     stems = {_STEM.stemWord(w) for w in re.findall(r"\w+", query.lower())
-             if w not in ENGLISH_STOP_WORDS}
+             if w not in FTS_STOPWORDS}
     a, b = ("<mark>", "</mark>") if html else ("**", "**")
     out = []
     for word, other in re.findall(r"(\w+)|(\W+)", text):
@@ -169,7 +158,7 @@ def marked(text: str, query: str, limit: int = SNIPPET, html: bool = False) -> s
             out.append(escape(other) if html else other)
             continue
         low = word.lower()
-        hit = stems and low not in ENGLISH_STOP_WORDS and _STEM.stemWord(low) in stems
+        hit = stems and low not in FTS_STOPWORDS and _STEM.stemWord(low) in stems
         w = escape(word) if html else word
         out.append(f"{a}{w}{b}" if hit else w)
     return "".join(out)
@@ -189,7 +178,10 @@ def judge_terminal(session: Session, read: Callable[[str], str] = input,
     scale = session.log.scale
     skipped: set = set()
     history: list[tuple[str, str]] = []
-    write(f"deciding: {session.labels['current']} (current) vs {session.labels['change']}; "
+    c = session.contest
+    alts = f" (then {len(c.alternatives)} alternatives: {'; '.join(c.alternatives)})" \
+        if c.alternatives else ""
+    write(f"deciding: {c.current} (current) vs {c.change}{alts}; "
           f"grades {', '.join(map(str, scale))}; s skip, u undo, q quit")
     try:
         while True:

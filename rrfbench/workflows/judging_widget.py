@@ -112,7 +112,8 @@ class JudgingWidget:
             f"<b>rrfbench judging</b> · {escape(s.dataset.name)} · {status['judgments']} of "
             f"{s.budget} judged · <b>{'take' if status['take_change'] else 'keep'}</b>: "
             f"{escape(status['decision'])} (posterior gain {status['posterior_gain']:+.4f}, "
-            f"sd {status['posterior_sd']:.4f}) · log <code>{escape(str(s.log.path))}</code>")
+            f"sd {status['posterior_sd']:.4f}; {len(s.contest.labels)} candidates) · log "
+            f"<code>{escape(str(s.log.path))}</code>")
         self.banner.value = (
             "<div style='background:#d4edda;padding:4px'><b>The decision is settled</b>: "
             "judging more cannot flip it within the margin.</div>" if status["settled"] else "")

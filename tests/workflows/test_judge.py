@@ -22,10 +22,19 @@ def test_a_simulated_decision_reports_itself_and_is_graded_on_the_full_qrels(res
     row = json.loads(out)
     assert {"decision", "current", "judgments", "right", "regret"} <= set(row)
     assert row["judgments"] == 60 and row["current"] == "rrf k=60 w=1,1,1"
-    chosen = row["ndcg10_change"] if row["take_change"] else row["ndcg10_current"]
-    best = max(row["ndcg10_change"], row["ndcg10_current"])
+    # the candidates: RRF k=60, the suite's change and two alternatives from its LOCO evidence
+    assert row["candidates"] == 4 and len(row["alternatives"]) == 2
+    assert row["current"] not in row["alternatives"]
+    assert (row["took"] == "alternative") == (row["decision"] in row["alternatives"])
+    assert (row["took"] == "current") == (row["decision"] == row["current"])
+    chosen = row["ndcg10_decision"]
+    if row["took"] != "alternative":
+        assert chosen == row["ndcg10_change" if row["take_change"] else "ndcg10_current"]
+    best = max(row["ndcg10_change"], row["ndcg10_current"], row["ndcg10_best_alternative"])
     assert row["regret"] == round(best - chosen, 6)
-    assert row["right"] == (best - chosen <= 0.005)
+    assert row["right"] == (best - chosen <= 0.005)     # right among all the candidates
+    two = max(row["ndcg10_change"], row["ndcg10_current"])
+    assert row["right_of_two"] == (two - chosen <= 0.005)
     assert "without cranfield" in row["prior"]        # the prior never saw this collection
     log = results_root / "judging" / "logs" / "cranfield.mtc.jsonl"
     lines = [json.loads(x) for x in log.read_text().splitlines()]
