@@ -367,8 +367,8 @@ def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str, system: str | No
               "their precisions; the change is taken when the posterior gain is above 0; with "
               "no relevant judgment where the rankings differ, the suite's rule stands "
               "(rrfbench/judging/decide.py); each alternative then challenges the winner by the "
-              "same update on the documents the two rank differently "
-              "(rrfbench/judging/contest.py).", "",
+              "same update on the documents the two rank differently, and wins only when the "
+              "posterior puts 95% on it being better (rrfbench/judging/contest.py).", "",
               "How often the judged estimate's sign agrees with the nDCG@10 difference under the "
               "full qrels (differences within 0.005 count as agreeing):", "",
               "| method | " + " | ".join(str(b) for b in sorted(t.budget.unique()) if b) + " |",

@@ -84,3 +84,24 @@ def test_wrong_system_arguments_get_one_line():
     one_line_error(*_refused("judge", "cranfield", "--simulate", "-p", "nosuch"), "nosuch")
     one_line_error(*_refused("judge", "cranfield", "--simulate", "-p", "zeus", "--set", "k=3"),
                    "no knob 'k'")
+
+
+def test_the_readme_headline_is_the_committed_simulation_table():
+    """The README's judging headline ("with 200 judgments ... right on X of 9 ... advice alone:
+    Y of 9") says what results/judging/en/summary.json holds, and the issue's bar holds: at
+    most 200 MTC judgments, right on at least 8 of 9, never losing more than 0.01."""
+    import re
+
+    import pandas as pd
+
+    from rrfbench.workflows.judge import headline
+
+    s = pd.read_json(ROOT / "results" / "judging" / "en" / "summary.json")
+    line = headline(s)
+    x, n, y = re.search(r"right on (\d+) of (\d+) collections \(the suite's advice alone: "
+                        r"(\d+) of", line).groups()
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"with 200 judgments the decision was right on {x} of {n} collections (the suite's " \
+        f"advice alone: {y} of {n})" in text
+    mtc = s[(s["method"] == "mtc") & (s["budget"] <= 200) & (s["budget"] > 0)]
+    assert (mtc["right"] >= 8).any() and (mtc["worst_loss"] <= 0.01).all()
