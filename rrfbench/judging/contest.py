@@ -105,16 +105,29 @@ class Contest:
         return self.comparison(self.current, self.change)
 
     def comparisons(self) -> list[Pairs]:
-        out = [self.main]
+        return [self.comparison(a, b) for a, b in self._comparison_labels()]
+
+    def _comparison_labels(self) -> list[tuple[str, str]]:
+        out = [(self.current, self.change)]
         for alt in self.alternatives:
-            out += [self.comparison(self.current, alt), self.comparison(self.change, alt)]
+            out += [(self.current, alt), (self.change, alt)]
         return out
+
+    def _short(self, label: str) -> str:
+        if label == self.current:
+            return "current"
+        if label == self.change:
+            return "change"
+        return f"alternative {self.alternatives.index(label) + 1}"
 
     def order(self, method: str = "mtc", seed: int = 0) -> pd.DataFrame:
         """The pairs to judge, in order (see the module docstring): each pair once."""
         if not self.alternatives:
             return order_pairs(self.main, method, seed)
-        parts = [order_pairs(p, method, seed) for p in self.comparisons()]
+        parts = []
+        for a, b in self._comparison_labels():
+            part = order_pairs(self.comparison(a, b), method, seed)
+            parts.append(part.assign(why=part.why + f" [{self._short(a)} vs {self._short(b)}]"))
         t = pd.concat(parts, ignore_index=True)
         if method == "mtc":
             t = t.assign(w=t.delta.abs()).sort_values(

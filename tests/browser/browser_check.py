@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -101,10 +102,13 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ, RRFBENCH_NB_DATASET=DATASET)
+    # a fresh workspace: a saved one (~/.jupyter/lab/workspaces) reopens old tabs and has
+    # hung this check waiting for a kernel nobody asked for
+    workspaces = tempfile.mkdtemp(prefix="rrfbench-lab-workspaces-")
     lab = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip", "127.0.0.1",
          "--port", str(port), f"--IdentityProvider.token={token}", "--allow-root",
-         f"--ServerApp.root_dir={ROOT}"], env=env, stdout=subprocess.DEVNULL,
+         f"--ServerApp.root_dir={ROOT}", f"--LabApp.workspaces_dir={workspaces}"], env=env, stdout=subprocess.DEVNULL,
         stderr=open(OUT / "jupyterlab.log", "w"))
     try:
         wait_http(f"http://127.0.0.1:{port}/api?token={token}")

@@ -44,6 +44,10 @@ def test_the_order_covers_every_comparison_each_pair_once_largest_move_first():
     # q2's pairs move only the alternative's comparisons; they are asked too
     assert {("q2", "x"), ("q2", "z"), ("q1", "a"), ("q1", "b")} <= set(keys)
     assert (o.delta.abs().diff().dropna() <= 1e-12).all()
+    # each pair says which comparison it was chosen for (the log keeps it)
+    why = dict(zip(keys, o.why, strict=True))
+    assert why[("q1", "a")].endswith("[current vs change]")
+    assert why[("q2", "z")].startswith("mtc: ") and "vs alternative 1]" in why[("q2", "z")]
     pool = c.order("pool")
     assert set(zip(pool.qid, pool.docid, strict=True)) >= set(keys)
     assert sorted(zip(c.order("random").qid, c.order("random").docid, strict=True)) == \
