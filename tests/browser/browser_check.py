@@ -108,8 +108,8 @@ def main() -> int:
     lab = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip", "127.0.0.1",
          "--port", str(port), f"--IdentityProvider.token={token}", "--allow-root",
-         f"--ServerApp.root_dir={ROOT}", f"--LabApp.workspaces_dir={workspaces}"], env=env, stdout=subprocess.DEVNULL,
-        stderr=open(OUT / "jupyterlab.log", "w"))
+         f"--ServerApp.root_dir={ROOT}", f"--LabApp.workspaces_dir={workspaces}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=open(OUT / "jupyterlab.log", "w"))
     try:
         wait_http(f"http://127.0.0.1:{port}/api?token={token}")
         with sync_playwright() as p:
