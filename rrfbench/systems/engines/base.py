@@ -18,6 +18,7 @@ in its own scale (:meth:`EngineSpace.vector_score`: Elasticsearch and OpenSearch
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -30,9 +31,19 @@ NOT_LIVE = "not run against a live engine"
 WEIGHT_GRID = tuple(round(0.1 * i, 1) for i in range(11))   # convex weights: vector share
 
 
-def f32(x: float) -> float:
-    """``x`` rounded to the nearest float32 (engines that score in float)."""
-    return float(np.float32(x))
+_F32 = struct.Struct("f")
+
+
+def f32(x: float, _pack=_F32.pack, _unpack=_F32.unpack) -> float:
+    """``x`` rounded to the nearest float32 (engines that score in float).
+
+    The engine models call this tens of millions of times in a suite's tables: a pack to the
+    C ``float`` and back (IEEE round-to-nearest-even, the bits ``np.float32`` gives) costs half
+    of a NumPy scalar; beyond float32's range, where ``struct`` refuses, NumPy's ``inf``."""
+    try:
+        return _unpack(_pack(x))[0]
+    except OverflowError:
+        return float(np.float32(x))
 
 
 def _scores(hits: Sequence[Hit]) -> list[float]:
