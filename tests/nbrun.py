@@ -67,9 +67,14 @@ def execute(path: Path, timeout: int = 900):
     return nb
 
 
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
 def text_outputs(nb) -> list[list[str]]:
     """Per code cell, the text a reader sees: stdout and each result's ``text/plain``, with
-    trailing spaces stripped."""
+    trailing spaces stripped. A widget (tqdm's notebook bar, shown where ipywidgets is
+    installed while a cold cache encodes) is progress, not a result: its ``text/plain``
+    fallback, a bar's timing, does not count."""
     out = []
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -80,6 +85,8 @@ def text_outputs(nb) -> list[list[str]]:
                 texts.append(o.text)
             elif o.output_type in ("execute_result", "display_data"):
                 data = o.get("data", {})
+                if WIDGET in data:
+                    continue
                 if "image/png" not in data and "text/plain" in data:
                     texts.append(data["text/plain"])
         joined = "".join(texts)

@@ -99,3 +99,9 @@ def test_a_changed_output_is_seen():
     quiet = copy.deepcopy(nb)
     quiet.cells[2].outputs.append(nbformat.v4.new_output("stream", name="stderr", text="x"))
     assert text_outputs(quiet) == base
+    # a progress widget (tqdm's notebook bar while a cold cache encodes) is not a result
+    bar = {"text/plain": "dense: encode 1400 document texts in 1 shards:   0%|          | 0/1400",
+           "application/vnd.jupyter.widget-view+json": {"model_id": "ab12", "version_major": 2,
+                                                        "version_minor": 0}}
+    quiet.cells[2].outputs.insert(0, nbformat.v4.new_output("display_data", data=bar))
+    assert text_outputs(quiet) == base
