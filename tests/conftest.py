@@ -64,8 +64,8 @@ def results_root(tmp_path_factory):
 # the notebooks run on them (tests/test_readme.py, tests/test_notebooks.py).
 CUT_COLLECTIONS = ("scifact", "nfcorpus-preprocessed", "cranfield", "lisa", "time", "adi",
                    "cosqa", "checkthat2020-t2", "mediqa2019-qa", "cmrc2018-zh")
-QUERIES_PER_SPLIT = 8
-DOCS = 80
+QUERIES_PER_SPLIT = 5
+DOCS = 60
 JUDGED_PER_QUERY = 5
 TEXT_CHARS = 200  # each kept document's text is cut to its first 200 characters
 
