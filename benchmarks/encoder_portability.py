@@ -10,7 +10,9 @@ norm, attention, softmax on fixed random inputs) and the ``torch`` encoder itsel
 texts (scifact's first documents, cut short: under emulation a document costs ~30 s). The
 emulated CPUs need Debian's ``qemu-user`` (``apt-get install qemu-user``); without it only this
 CPU is run. NumPy's AVX2 sort crashes under qemu 7.2, so the emulated processes run NumPy at
-its baseline (``NPY_DISABLE_CPU_FEATURES=X86_V3``: NumPy does no arithmetic of the encoder's).
+its baseline (``NPY_DISABLE_CPU_FEATURES=X86_V3``: NumPy does no arithmetic of the encoder's,
+but its sort orders a call's texts into batches, so a longer text list's bits can follow it:
+``benchmarks/encoder_simd_levels.py``).
 
     python benchmarks/encoder_portability.py [--texts N] [--cpu Haswell ...]  # ~20 min for all
 
