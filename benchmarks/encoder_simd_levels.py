@@ -42,14 +42,19 @@ def main() -> int:
         ap.error("set RRFBENCH_CACHE to a scratch folder other than --reference")
 
     from rrfbench import load_dataset
+    from rrfbench.core.errors import InputError
     from rrfbench.retrievers.dense import DenseRetriever
+
+    try:  # every name checked before anything is encoded
+        collections = [load_dataset(name) for name in args.datasets]
+    except InputError as e:
+        ap.error(str(e))
 
     npy, blas = (os.environ.get(v, "") for v in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE"))
     print(f"NPY_DISABLE_CPU_FEATURES={npy!r} OPENBLAS_CORETYPE={blas!r}")
     differs = False
-    for name in args.datasets:
+    for ds in collections:
         t0 = time.perf_counter()
-        ds = load_dataset(name)
         r = DenseRetriever(show_progress=False)
         r.corpus_embeddings(ds)
         folder = r.shard_dir(ds)
@@ -69,7 +74,7 @@ def main() -> int:
                 else:
                     unreferenced += 1
         differs |= bool(docs or queries)
-        print(f"{name}: {docs} of {len(ds.corpus)} document embeddings differ; {queries} of "
+        print(f"{ds.name}: {docs} of {len(ds.corpus)} document embeddings differ; {queries} of "
               f"{n_queries} query embeddings differ ({unreferenced} splits without a reference); "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
     return 1 if differs else 0
