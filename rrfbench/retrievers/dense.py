@@ -152,7 +152,37 @@ def apply_prefix(texts: list[str], prefix: str, role: str, model_prompts: dict) 
     return [prefix + t for t in texts] if prefix else list(texts), None
 
 
+BATCHING = "rrfbench's: length descending, ties by position"
 _LOADED: dict[tuple, object] = {}  # (model, backend, max_seq_length) -> SentenceTransformer
+
+
+def batch_order(texts: list[str], batch_size: int) -> list[np.ndarray]:
+    """The rows of each batch, in the order they are encoded: texts by length (characters)
+    descending, equal lengths by position, ``batch_size`` at a time.
+
+    A stable sort has one answer, whatever sort kernel the CPU runs, so the batches (and the
+    padding each text is encoded with) are the same on every machine. Sorting by length keeps
+    the padding small, as sentence-transformers' own ``encode`` does.
+    """
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [np.asarray(order[a:a + batch_size], dtype=np.int64)
+            for a in range(0, len(order), batch_size)]
+
+
+def _forward(model, batch: list[str], prompt_name: str | None) -> np.ndarray:
+    """One batch through the SentenceTransformer's forward pass, rows in the given order, L2-
+    normalised: what its ``encode`` does per batch, without its reordering."""
+    import torch
+    from sentence_transformers.util import batch_to_device
+
+    prompts = getattr(model, "prompts", {}) or {}
+    name = prompt_name or getattr(model, "default_prompt_name", None)
+    prompt = prompts.get(name) if name else None
+    with torch.inference_mode():
+        features = batch_to_device(model.preprocess(batch, prompt=prompt), model.device)
+        out = model(features)["sentence_embedding"]
+        out = torch.nn.functional.normalize(out, p=2, dim=1)
+    return out.float().cpu().numpy()
 
 
 class DenseRetriever:
@@ -199,7 +229,8 @@ class DenseRetriever:
                "max_seq_length": self.effective_max_seq_length(),
                "query_prefix": self.query_prefix, "doc_prefix": self.doc_prefix,
                "text": "title + ' ' + text", "similarity": "cosine (normalised dot)",
-               "corpus_encoding": f"shards of {SHARD_SIZE} documents, one encode call each"}
+               "corpus_encoding": f"shards of {SHARD_SIZE} documents, one encode call each",
+               "batching": f"{BATCHING}, {self.batch_size} texts per batch"}
         if self.ann:
             out["search"] = {"index": "faiss IndexHNSWFlat (inner product)", **self.hnsw}
         return out
@@ -290,37 +321,39 @@ class DenseRetriever:
         return SentenceTransformer(str(local), device="cpu", backend="onnx",
                                    model_kwargs={"file_name": fname})
 
-    def encode(self, texts: list[str], role: str, chunk: int = 1024) -> np.ndarray:
+    def encode(self, texts: list[str], role: str) -> np.ndarray:
         """L2-normalised float32 embeddings of ``texts`` (``role``: query or document).
 
-        Encoded ``chunk`` texts at a time behind rrfbench's own progress (one line per stage
-        off a terminal); sentence-transformers' bars stay off.
+        rrfbench forms the batches itself (:func:`batch_order`: length descending, ties by
+        position, ``batch_size`` texts per batch) and runs the model's forward pass on each,
+        rows in that order. sentence-transformers' ``encode`` orders texts by NumPy's unstable
+        ``argsort``, whose order among equal lengths follows the CPU's SIMD kernels: the batches,
+        their padding and so the last bits of an embedding then differed between an AVX2 and an
+        AVX-512 CPU (docs/portability.md). Progress is rrfbench's own, one bar per call.
         """
         model = self.load()
         prefix = self.query_prefix if role == "query" else self.doc_prefix
         inputs, prompt_name = apply_prefix(texts, prefix, role, getattr(model, "prompts", {}) or {})
-        parts = []
-        bar = progress(total=len(inputs), desc=f"dense: encode {len(inputs)} {role} texts",
-                       unit="text", enabled=self.show_progress and len(inputs) > chunk)
-        for start in range(0, len(inputs), chunk):
-            batch = inputs[start:start + chunk]
-            parts.append(model.encode(batch, batch_size=self.batch_size, prompt_name=prompt_name,
-                                      normalize_embeddings=True, convert_to_numpy=True,
-                                      show_progress_bar=False))
-            bar.update(len(batch))
-        bar.close()
+        if isinstance(model, USEMultilingual):  # its own NumPy pass: no padding, no batches
+            return model.encode(inputs, prompt_name=prompt_name, normalize_embeddings=True)
         dim_of = getattr(model, "get_embedding_dimension", None) or \
             model.get_sentence_embedding_dimension
-        dim = dim_of() or 0
-        emb = np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.float32)
-        return np.ascontiguousarray(emb, dtype=np.float32)
+        emb = np.zeros((len(inputs), dim_of() or 0), dtype=np.float32)
+        bar = progress(total=len(inputs), desc=f"dense: encode {len(inputs)} {role} texts",
+                       unit="text", enabled=self.show_progress and len(inputs) > 1024)
+        for rows in batch_order(inputs, self.batch_size):
+            emb[rows] = _forward(model, [inputs[i] for i in rows], prompt_name)
+            bar.update(len(rows))
+        bar.close()
+        return emb
 
     # -- corpus embeddings cache ------------------------------------------------------------
     def embeddings_path(self, dataset) -> Path:
         key = json.dumps({"model": self.model_name, "backend": self.embedding_params()["backend"],
                           "fingerprint": dataset.fingerprint, "text": "title + ' ' + text",
                           "max_seq_length": self.effective_max_seq_length(),
-                          "doc_prefix": self.doc_prefix}, sort_keys=True)
+                          "doc_prefix": self.doc_prefix,
+                          "batching": self.embedding_params()["batching"]}, sort_keys=True)
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         return cache_dir() / "embeddings" / f"{dataset.name}-{digest}.npy"
 
@@ -403,7 +436,7 @@ class DenseRetriever:
     def encode_shard(self, texts: list[str]) -> np.ndarray:
         """One shard of document texts in one call: the recipe both the in-process and the Dask
         encoding follow (the shard layout decides the numbers, see :meth:`corpus_embeddings`)."""
-        return self.encode(texts, "document", chunk=len(texts) + 1)
+        return self.encode(texts, "document")
 
     def query_embeddings(self, texts: list[str]) -> np.ndarray:
         """:meth:`encode` of the queries, cached per machine by content.
@@ -490,7 +523,7 @@ def embedding_fingerprint(retriever: DenseRetriever, texts: list[str], n_directi
     :func:`compare_fingerprints` allows; int8 kernels that differ between CPUs move them by
     ~1e-3 and more, which it reports.
     """
-    emb = retriever.encode(list(texts), "document", chunk=len(texts) + 1).astype(np.float64)
+    emb = retriever.encode(list(texts), "document").astype(np.float64)
     rng = np.random.default_rng(seed)
     dirs = rng.standard_normal((emb.shape[1], n_directions))
     dirs /= np.linalg.norm(dirs, axis=0, keepdims=True)

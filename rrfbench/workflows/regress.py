@@ -86,10 +86,11 @@ ABOUT = (
     "Expected metrics per (dataset, split, system): the mean `metrics` and their `per_query` "
     "values; `rrfbench regress` recomputes them, `rrfbench regress --update` recomputes every "
     "entry (dense ones too) and rewrites them deliberately. Keyword runs are the same on every "
-    "CPU (ties at the depth cut go by docid). Dense runs use the fp32 ONNX model and encode the "
-    "corpus in fixed shards, yet a CPU with other vector units (AVX-512 vs AVX2) still shifts "
-    "their floats slightly: so `regress` fails only on a loss beyond the rule's margin that a "
-    "paired test over the queries finds significant (see `rule`). scifact's dense entries are "
+    "CPU (ties at the depth cut go by docid). Dense runs use torch fp32 with its math libraries "
+    "capped to AVX2 code, batches rrfbench forms itself and exact cosines, so they are the "
+    "same to the bit on every x86-64 CPU checked (docs/portability.md); another model, backend "
+    "or library version still shifts their floats slightly: so `regress` fails only on a loss "
+    "beyond the rule's margin that a paired test over the queries finds significant (see `rule`). scifact's dense entries are "
     "SKIPped on a machine that has not cached its scifact embeddings (`--all` computes them).")
 
 

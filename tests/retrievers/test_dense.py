@@ -6,6 +6,7 @@ from rrfbench.retrievers.dense import (
     SHARD_SIZE,
     DenseRetriever,
     apply_prefix,
+    batch_order,
     resolve_model_path,
     topk_cosine,
 )
@@ -64,6 +65,36 @@ def test_missing_model_names_what_to_install(tmp_path):
 def test_bad_backend():
     with pytest.raises(ValueError, match="dense backend: .cuda. is not one of"):
         DenseRetriever(backend="cuda")
+
+
+def test_batch_order_is_length_descending_ties_by_position():
+    """One answer whatever sort kernel the CPU runs: equal lengths keep their input order."""
+    texts = ["bb", "a", "cc", "ddd", "e", "ff", "gg"]
+    assert [b.tolist() for b in batch_order(texts, 2)] == [[3, 0], [2, 5], [6, 1], [4]]
+    assert [b.tolist() for b in batch_order(texts, 32)] == [[3, 0, 2, 5, 6, 1, 4]]
+    assert batch_order([], 4) == []
+
+
+def test_encode_runs_rrfbenchs_batches_and_puts_rows_back(monkeypatch):
+    """The batches decide an embedding's last bits (its padding), so encode must run exactly
+    batch_order's batches, rows in that order, and return the rows in input order; each row
+    agrees with sentence-transformers' own encode of that text (to float noise)."""
+    from rrfbench.retrievers import dense
+
+    texts = ["rust proofing", "a cat", "green apples and pears", "a dog", "bread",
+             "the tall ships", "a cow"]
+    r = DenseRetriever(backend="torch", batch_size=3, show_progress=False)
+    seen, real = [], dense._forward
+    monkeypatch.setattr(dense, "_forward",
+                        lambda model, batch, prompt: seen.append(list(batch)) or
+                        real(model, batch, prompt))
+    emb = r.encode(texts, "document")
+    batches = batch_order(texts, 3)
+    assert seen == [[texts[i] for i in rows] for rows in batches]
+    for rows in batches:
+        assert (emb[rows] == real(r.load(), [texts[i] for i in rows], None)).all()
+    ref = r.load().encode(texts, normalize_embeddings=True)
+    assert emb.dtype == np.float32 and np.abs(emb - ref).max() < 1e-5
 
 
 def test_model_prompts_not_stacked_in_real_encode(tiny_beir):

@@ -133,17 +133,12 @@ def test_the_torch_backend_gives_the_committed_bits_on_this_cpu(scifact):
 
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                     reason="NumPy's x86-64 dispatch levels")
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "KNOWN, issue 39 (found 2026-12-06): sentence-transformers batches a call's texts in the "
-    "order of np.argsort(-len(text)), an unstable sort whose ties follow NumPy's SIMD kernels "
-    "(AVX-512, AVX2 or none); equal-length texts land in other batches, with other padding, "
-    "so the embeddings differ between CPU kinds. Not fixed: fixing it changes every embedding "
-    "and every committed dense result. Strict: this fails once the order is fixed."))
 def test_corpus_embeddings_do_not_depend_on_numpys_simd_level(cranfield):
     """The first 400 cranfield documents cut to 300 characters (many tie at 300), encoded in
     one call as a shard is, in a fresh process with this CPU's NumPy kernels and with those
     of an AVX2-only CPU (an older x86-64 one where this CPU has no more than AVX2): the same
-    bits."""
+    bits. Failed before rrfbench formed the batches itself: sentence-transformers ordered them
+    by NumPy's unstable argsort (issue 39)."""
     import subprocess
     import sys
 
