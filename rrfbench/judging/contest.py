@@ -127,7 +127,8 @@ class Contest:
         parts = []
         for a, b in self._comparison_labels():
             part = order_pairs(self.comparison(a, b), method, seed)
-            parts.append(part.assign(why=part.why + f" [{self._short(a)} vs {self._short(b)}]"))
+            tag = f" [{self._short(a)} vs {self._short(b)}]"  # a list: an empty part's why is float
+            parts.append(part.assign(why=[f"{w}{tag}" for w in part.why]))
         t = pd.concat(parts, ignore_index=True)
         if method == "mtc":
             t = t.assign(w=t.delta.abs()).sort_values(

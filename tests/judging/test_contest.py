@@ -96,3 +96,15 @@ def test_an_alternative_needs_the_posterior_to_put_95_percent_on_it():
     assert won and "alt over change" in why
     won, why = _challenge("alt", "change", None, est(-0.01))
     assert not won and "loses to" in why
+
+
+def test_an_alternative_equal_to_a_candidate_has_no_pairs_and_is_no_error():
+    """An alternative that ranks exactly as the current constants (found on nexusAI's and
+    ai-memory's suites: `judge --simulate --all -p nexusai` failed adding a label to the
+    empty comparison's float `why`) gives that comparison no pairs; the others are asked."""
+    c = _contest(alt=CURRENT)
+    for method in ("mtc", "pool", "random"):
+        o = c.order(method)
+        assert len(o) and all(w.endswith("[current vs change]") for w in o.why
+                              if "alternative" not in w)
+        assert not any("[current vs alternative 1]" in w for w in o.why)
