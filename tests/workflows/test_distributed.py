@@ -77,9 +77,9 @@ def test_interrupted_sharded_encoding_resumes(tiny_beir, tmp_path, monkeypatch):
     encoded = []
     real = r.encode
 
-    def counting(texts, role, chunk=1024):
+    def counting(texts, role):
         encoded.append(len(texts))
-        return real(texts, role, chunk)
+        return real(texts, role)
 
     r.encode = counting
 
