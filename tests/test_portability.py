@@ -110,3 +110,29 @@ def test_one_ulp_in_every_dense_score_moves_no_committed_figure(cranfield, run_o
         for field in ("value", "delta"):
             assert round(getattr(r.baselines[name], field), DISPLAY_DIGITS) == \
                 round(getattr(base, field), DISPLAY_DIGITS), (name, field)
+
+
+@needs_cranfield
+def test_a_dense_run_encoded_on_this_cpu_is_the_one_the_committed_results_read(cranfield, run_of):
+    """The check that sees issue 39 on whatever CPU runs the tests: cranfield's dense run, as
+    this machine encodes it (or read from its embedding cache), has the content digest every
+    committed result that read it records. On a CPU whose encoder computed other bits, each of
+    those results would be recomputed by the command that made it (the same figures, but a
+    rewritten file): this fails first, naming the digests."""
+    import json
+
+    from rrfbench.core.runs import content_digest
+
+    recorded = {}
+    for path in sorted((ROOT / "results").rglob("best.json")):
+        runs_read = (json.loads(path.read_text()).get("provenance") or {}).get("runs_read") or {}
+        if "cranfield/test/dense" in runs_read:
+            recorded.setdefault(runs_read["cranfield/test/dense"], []).append(
+                str(path.relative_to(ROOT)))
+    assert len(recorded) == 1, ("committed results read different cranfield dense runs: "
+                                + str({d: paths[:3] for d, paths in recorded.items()}))
+    (committed,) = recorded
+    here = content_digest(run_of(cranfield, "dense"))
+    assert here == committed, (
+        f"cranfield/test/dense encoded on this CPU: {here}; the committed results read "
+        f"{committed} ({len(recorded[committed])} files, e.g. {recorded[committed][0]})")
