@@ -67,4 +67,12 @@ def main(n_docs: int = 160):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 160)
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("n_docs", nargs="?", type=int, default=160,
+                        help="documents each process encodes (default 160)")
+    args = parser.parse_args()
+    if not 8 <= args.n_docs <= 1400:
+        parser.error(f"n_docs: {args.n_docs} is not between 8 and 1400 (cranfield's documents)")
+    main(args.n_docs)
