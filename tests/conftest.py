@@ -22,6 +22,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # the test workers already use every core: fits and preset grids in this process (the
     # tests that check other processes give the same numbers set RRFBENCH_JOBS themselves)
     os.environ.setdefault("RRFBENCH_JOBS", "1")
+    # and one torch thread each for encoding (inherited by the README's and notebooks'
+    # processes): two workers at torch's default threads oversubscribe 2 cores (1.30x slower
+    # on a Zen 3 EPYC, benchmarks/bench_encode_workers.py), with the same bits either way
+    os.environ.setdefault("RRFBENCH_TORCH_THREADS", "1")
 
 
 # The longest test files first (about 190, 165 and 75 s on 2 cores): under `--dist worksteal` the

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.errors import MissingDependencyError, choice
+from ..core.errors import InputError, MissingDependencyError, choice
 from ..core.parallel import shard_map
 from ..core.portable_math import check_portable_torch
 from ..core.progress import progress
@@ -150,6 +150,28 @@ def apply_prefix(texts: list[str], prefix: str, role: str, model_prompts: dict) 
         if model_prompts.get(name):
             return list(texts), name
     return [prefix + t for t in texts] if prefix else list(texts), None
+
+
+THREADS_ENV = "RRFBENCH_TORCH_THREADS"
+
+
+def limit_torch_threads() -> None:
+    """Give torch ``$RRFBENCH_TORCH_THREADS`` threads for encoding, when set (else torch's own
+    default, one per core).
+
+    For processes that encode side by side: two processes with torch's default threads on a
+    2-core machine oversubscribe it (each runs 2 threads). The test workers set it to 1; one
+    thread each was 1.30x faster than the default on a 2-core Zen 3 EPYC and 1.14x on a Zen 1
+    one, with the same bits (``python benchmarks/bench_encode_workers.py``: the embeddings do
+    not depend on the thread count, docs/portability.md)."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if not value:
+        return
+    if not value.isdigit() or int(value) < 1:
+        raise InputError(f"${THREADS_ENV}: expected a positive number of threads, got {value!r}")
+    import torch
+
+    torch.set_num_threads(int(value))
 
 
 BATCHING = "rrfbench's: length descending, ties by position"
@@ -263,6 +285,10 @@ class DenseRetriever:
             return self._model
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        if self.backend == "torch":
+            # before sentence-transformers' imports (about 5 s): a refusal costs torch's only
+            check_portable_torch()
+            limit_torch_threads()
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
@@ -270,7 +296,6 @@ class DenseRetriever:
                 "dense retrieval needs sentence-transformers: pip install -e '.[dense]'") from None
         src = resolve_model_path(self.model_name)
         if self.backend == "torch":
-            check_portable_torch()
             model = SentenceTransformer(str(src), device="cpu")
         else:
             model = self._load_onnx(SentenceTransformer, src)

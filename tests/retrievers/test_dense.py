@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -65,6 +67,17 @@ def test_missing_model_names_what_to_install(tmp_path):
 def test_bad_backend():
     with pytest.raises(ValueError, match="dense backend: .cuda. is not one of"):
         DenseRetriever(backend="cuda")
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])
+def test_a_bad_thread_count_is_one_clear_error(monkeypatch, value):
+    from rrfbench.core.errors import InputError
+    from rrfbench.retrievers.dense import limit_torch_threads
+
+    monkeypatch.setenv("RRFBENCH_TORCH_THREADS", value)
+    with pytest.raises(InputError, match=r"\$RRFBENCH_TORCH_THREADS: expected a positive number "
+                                         rf"of threads, got '{re.escape(value)}'"):
+        limit_torch_threads()
 
 
 def test_batch_order_is_length_descending_ties_by_position():

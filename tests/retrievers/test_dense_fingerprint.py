@@ -85,7 +85,8 @@ def _encode_one(env: dict):
     code = ("from rrfbench.retrievers.dense import DenseRetriever\n"
             "e = DenseRetriever(backend='torch', show_progress=False).encode(['portable bits'], "
             "'query')\n"
-            "import hashlib; print(hashlib.sha256(e.tobytes()).hexdigest())")
+            "import hashlib, torch\n"
+            "print(hashlib.sha256(e.tobytes()).hexdigest(), torch.get_num_threads())")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, env={**os.environ, **env})
 
@@ -98,9 +99,10 @@ def test_the_torch_backend_refuses_an_uncapped_torch():
     free to pick its branch) must not encode silently different numbers."""
     from rrfbench.core.portable_math import PORTABLE_MATH_ENV
 
-    capped = _encode_one(dict(PORTABLE_MATH_ENV))
+    capped = _encode_one({**PORTABLE_MATH_ENV, "RRFBENCH_TORCH_THREADS": "1"})
     assert capped.returncode == 0, capped.stderr[-2000:]
-    assert len(capped.stdout.strip()) == 64
+    digest, threads = capped.stdout.split()
+    assert len(digest) == 64 and threads == "1"  # $RRFBENCH_TORCH_THREADS taken
     for var, value in (("ATEN_CPU_CAPABILITY", "default"), ("MKL_CBWR", "AUTO")):
         other = _encode_one({**PORTABLE_MATH_ENV, var: value})
         assert other.returncode != 0
@@ -134,14 +136,17 @@ def test_the_torch_backend_gives_the_committed_bits_on_this_cpu(scifact):
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                     reason="NumPy's x86-64 dispatch levels")
 def test_corpus_embeddings_do_not_depend_on_numpys_simd_level(cranfield):
-    """The first 400 cranfield documents cut to 100 characters (nearly all tie at 100), encoded
+    """The first 160 cranfield documents cut to 100 characters (nearly all tie at 100), encoded
     in one call as a shard is, in a fresh process with this CPU's NumPy kernels and with those
     of an AVX2-only CPU (an older x86-64 one where this CPU has no more than AVX2): the same
     bits. Failed before rrfbench formed the batches itself: sentence-transformers ordered them
-    by NumPy's unstable argsort (issue 39). Measured on an AVX2-only Zen 1 EPYC: these texts
-    through sentence-transformers' own ``encode`` give sha256 ``4511f1..`` with this CPU's
-    kernels and ``e9e99e..`` with X86_V3 switched off; through rrfbench's, ``4511f1..`` both
-    (cut at 300 characters, as before, the check cost 103 s instead of about 30)."""
+    by NumPy's unstable argsort (issue 39). Measured on an AVX2-only Zen 1 EPYC with 400 such
+    texts: through sentence-transformers' own ``encode`` sha256 ``4511f1..`` with this CPU's
+    kernels and ``e9e99e..`` with X86_V3 switched off; through rrfbench's, ``4511f1..`` both.
+    On an AVX2-only Zen 3 EPYC 100, 160 and 200 texts tell the two batchings apart as well
+    (160: ``065803..`` against ``f65f40..`` through sentence-transformers', ``065803..`` both
+    through rrfbench's), so the check encodes 160 (41 s contended with 400; at 300 characters,
+    as first written, it cost 103 s)."""
     import subprocess
     import sys
 
@@ -152,7 +157,7 @@ def test_corpus_embeddings_do_not_depend_on_numpys_simd_level(cranfield):
     code = ("import hashlib\n"
             "from rrfbench import load_dataset\n"
             "from rrfbench.retrievers.dense import DenseRetriever\n"
-            "texts = [t[:100] for t in load_dataset('cranfield').doc_texts()[:400]]\n"
+            "texts = [t[:100] for t in load_dataset('cranfield').doc_texts()[:160]]\n"
             "e = DenseRetriever(backend='torch', show_progress=False).encode(texts, 'document')\n"
             "print(hashlib.sha256(e.tobytes()).hexdigest())")
     digests = []
