@@ -1,7 +1,7 @@
 """The default dense encoder gives the same embeddings on every x86-64 CPU kind.
 
-A fingerprint of the embeddings of 200 fixed texts (scifact's first 100 test queries and first
-100 documents) is committed in ``dense_fingerprint.json``: per text, its projections on 8 fixed
+A fingerprint of the embeddings of 125 fixed texts (scifact's first 100 test queries and first
+25 documents) is committed in ``dense_fingerprint.json``: per text, its projections on 8 fixed
 random directions and its 5 nearest other texts (no embedding is stored). This test recomputes
 it. A CPU whose kernels give other numbers (as the int8 backends do between AVX2 and AVX-512
 VNNI) fails here, loudly, instead of silently shifting every dense number, regress baseline and
@@ -32,8 +32,12 @@ PATH = Path(__file__).with_name("dense_fingerprint.json")
 
 
 def _texts(ds) -> list[str]:
+    """scifact's first 100 test queries and first 25 documents (100 until 2026-12-07: the
+    documents, cut at 256 tokens, were most of the check's 30-37 s; the torch backend's bits are
+    pinned exactly by TORCH_BITS below and by cranfield's committed dense run, tests/
+    test_portability.py, so this tolerance check needs no more of them)."""
     queries = ds.split_queries("test").text.tolist()[:100]
-    return queries + ds.doc_texts()[:100]
+    return queries + ds.doc_texts()[:25]
 
 
 @pytest.fixture(scope="module")
