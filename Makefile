@@ -21,8 +21,8 @@ $(VENV)/.base:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	touch $@
 
-# uv when it can, else pip, the same pinned versions (rrfbench/_bootstrap.py: 33 s against pip's
-# 98 s on a fresh 2-core machine). Neither compiles byte-code here (pip would compile all
+# uv when it can, else pip, the same pinned versions (rrfbench/_bootstrap.py: 22.5 s against pip's
+# 88.3 s, benchmarks/bench_install.py). Neither compiles byte-code here (pip would compile all
 # ~18,000 .py files one by one: 1.8 of a fresh install's 3.7 minutes on 2 cores); .bytecode
 # below compiles them on both cores.
 $(VENV)/.dense-dev: pyproject.toml constraints.txt $(VENV)/.base

@@ -6,9 +6,9 @@ the package first)::
 
     .venv/bin/python rrfbench/_bootstrap.py -e ".[dense,dev,engines]"
 
-Why: on a fresh 2-core machine pip took 98 s to install the environment and uv 33 s, the same
-164 packages at the same versions (``pip freeze`` compared; docs/benchmarks.md), and the test
-command's 15-minute budget counts installs. uv is told what pip would use: this machine's pip
+Why: into a new venv with download caches off, pip took 88.3 s and this script 22.5 s (3.93x,
+the same 164 packages at the same versions: ``python benchmarks/bench_install.py`` on a 2-core
+Zen 3 EPYC, docs/benchmarks.md), and the test command's 15-minute budget counts installs. uv is told what pip would use: this machine's pip
 configuration (``pip config list``: its indexes, find-links and constraint files, where the
 CPU build of torch comes from) and pip's index strategy (the best version across all indexes).
 Any failure of uv (not installable, an index it cannot read, a resolution it refuses) falls back
