@@ -24,7 +24,7 @@ $(VENV)/.base:
 # uv when it can, else pip, the same pinned versions (rrfbench/_bootstrap.py: 22.5 s against pip's
 # 88.3 s, benchmarks/bench_install.py). Neither compiles byte-code here (pip would compile all
 # ~18,000 .py files one by one: 1.8 of a fresh install's 3.7 minutes on 2 cores); .bytecode
-# below compiles them on both cores.
+# below writes it for what processes import.
 $(VENV)/.dense-dev: pyproject.toml constraints.txt $(VENV)/.base
 	$(BIN)/python rrfbench/_bootstrap.py -e ".[dense,dev,engines]"
 	touch $@
@@ -34,9 +34,10 @@ $(VENV)/.dense-dev: pyproject.toml constraints.txt $(VENV)/.base
 # the sweep kernels are built here once, and again only for sources that changed: otherwise
 # every fresh process (each CLI call, test worker, notebook kernel) compiles the package and
 # the libraries it imports again (`import rrfbench.cli` 4.4 s instead of 1.3 s), and each of
-# the first sweeps ~14 s of kernels. rrfbench._bytecode compiles site-packages on both cores and
-# imports the libraries with byte-code writing on (env -u: the variable, not the module, decides
-# for the package's own import that `python -m` does first); redone only when the libraries are.
+# the first sweeps ~14 s of kernels. rrfbench._bytecode imports the libraries those processes
+# import, in two processes, with byte-code writing on (env -u: the variable, not the module,
+# decides for the package's own import that `python -m` does first): 15 s on 2 cores, where
+# compiling all of site-packages first took 48; redone only when the libraries are.
 $(VENV)/.bytecode: $(VENV)/.dense-dev
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m rrfbench._bytecode
 	touch $@

@@ -73,10 +73,13 @@ def test_bytecode_step_refuses_arguments_and_names_what_is_missing():
     import subprocess
     import sys
 
-    from rrfbench._bytecode import warm
+    from rrfbench._bytecode import warm, warm_parallel
 
     p = subprocess.run([sys.executable, "-m", "rrfbench._bytecode", "--all"], capture_output=True,
                        text=True)
     assert p.returncode == 2
     assert p.stderr.strip() == "error: python -m rrfbench._bytecode takes no arguments; got --all"
     assert warm(("json", "no_such_module_rrfbench")) == (["json"], ["no_such_module_rrfbench"])
+    # two processes (the dense stack's and the rest's) report what one would
+    done, missing = warm_parallel(("json", "onnx", "no_such_module_rrfbench"))
+    assert sorted(done) == ["json", "onnx"] and missing == ["no_such_module_rrfbench"]

@@ -13,7 +13,7 @@ import pytest
 
 from rrfbench.core.errors import InputError
 from rrfbench.systems.engines import ENGINES, SPACES, get_space, spaces_of
-from rrfbench.systems.engines.base import f32
+from rrfbench.systems.engines.base import f32, f32_values
 from rrfbench.systems.engines.elasticsearch import es_minmax
 from rrfbench.systems.engines.opensearch import os_minmax, os_zscore
 from rrfbench.systems.engines.qdrant import dbsf
@@ -42,6 +42,60 @@ def test_f32_is_numpy_float32_bit_for_bit():
     assert np.array_equal(np.array(got).view(np.uint64), np.array(want).view(np.uint64))
     assert f32(3.5e38) == math.inf and f32(-1e300) == -math.inf
     assert math.copysign(1.0, f32(-0.0)) == -1.0
+
+
+def test_f32_values_rounds_like_f32_in_one_cast():
+    """The per-query float32 rounding of a whole score table (one NumPy cast) gives
+    :func:`f32`'s bits for every value, order and keys kept."""
+    rng = np.random.default_rng(8)
+    xs = (rng.standard_normal(5000) * 10.0 ** rng.integers(-45, 39, 5000)).tolist()
+    xs += [0.0, -0.0, 1 / 61, 3.5e38, -1e300, 1e-320, float("nan")]
+    scores = {f"d{i}": x for i, x in enumerate(xs)}
+    got = f32_values(scores)
+    assert list(got) == list(scores) and f32_values({}) == {}
+    assert np.array_equal(np.array(list(got.values())).view(np.uint64),
+                          np.array([f32(x) for x in xs]).view(np.uint64))
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_fused_is_combine_per_document(name):
+    """:meth:`EngineSpace.fused` (the suite tables' hot loop) adds exactly what
+    :meth:`EngineSpace.combine` adds, document by document, for every mode and grid point:
+    contributions drawn over many magnitudes, some documents in one list only."""
+    s = SPACES[name]
+    rng = np.random.default_rng(len(name))
+    grid = s.grid()
+    for params in [grid[i] for i in rng.choice(len(grid), min(len(grid), 25), replace=False)]:
+        params = s.defaults() | params
+        contribs = {}
+        for i in range(60):
+            roles = s.order(params)
+            keep = [r for r in roles if rng.random() < 0.7] or list(roles[:1])
+            contribs[f"d{i}"] = {r: float(rng.random() * 10.0 ** rng.integers(-9, 3))
+                                 for r in keep}
+        want = {d: s.combine(c, params) for d, c in contribs.items()}
+        got = s.fused(contribs, params)
+        assert list(got) == list(want)
+        assert np.array_equal(np.array(list(got.values())).view(np.uint64),
+                              np.array(list(want.values())).view(np.uint64)), params
+
+
+def test_rrf_positions_are_remembered_per_mode_and_parameters():
+    """Contributions depend on the position alone, so a grid point's queries share them; a
+    different constant, weight or mode is another entry (never a stale one)."""
+    lists = {"vector": L(("a", 0.9), ("b", 0.8)), "keyword": L(("b", 3.0), ("c", 1.0))}
+    qd, es = SPACES["qdrant-rrf"], SPACES["elasticsearch-rrf"]
+    for k in (1, 60, 1, 60):
+        got = dict(qd.fuse_query(lists, qd.defaults() | {"k": k}, 10))
+        assert got["b"] == pytest.approx(1 / (2 + k - 1) + 1 / (1 + k - 1))
+    w = qd.defaults() | {"k": 60, "vector_weight": 2.0}
+    assert dict(qd.fuse_query(lists, w, 10))["a"] == pytest.approx(1 / (1 / 2 + 59))
+    got = dict(es.fuse_query(lists, es.defaults() | {"rank_constant": 60}, 10))
+    assert got["a"] == f32(1 / 61)
+    # a longer list than any seen before extends the remembered positions
+    long = {"vector": L(*[(f"d{i}", 1 - i / 500) for i in range(300)]), "keyword": []}
+    p = qd.defaults() | {"k": 60, "prefetch_limit": 300}
+    assert dict(qd.fuse_query(long, p, 300))["d299"] == pytest.approx(1 / (300 + 60 - 1))
 
 
 VEC = L(("a", 0.9), ("b", 0.8), ("c", 0.5))
