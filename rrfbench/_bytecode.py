@@ -24,7 +24,10 @@ as without this step, so the step only saves time and can never change a result.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 
 # What the CLI, the workflows, the notebooks' kernels and the tests import (the heavy part of
 # it: the standard library is compiled when Python is installed).
@@ -73,10 +76,6 @@ def warm_parallel(modules=MODULES) -> tuple[list[str], list[str]]:
     in one, the rest in the other: 17 and 15 s on a 2-core AMD EPYC, 30 s in one process); a
     module both import is written by whichever gets there first (Python writes a ``.pyc``
     to a temporary name and renames it)."""
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
     groups = [[m for m in modules if m in DENSE], [m for m in modules if m not in DENSE]]
     groups = [g for g in groups if g]
     if (os.cpu_count() or 1) < 2 or len(groups) < 2:
