@@ -75,6 +75,7 @@ bench: $(VENV)/.compiled
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_suite.py
 	$(BIN)/python benchmarks/bench_presets.py
+	$(BIN)/python benchmarks/bench_engine_models.py
 	$(BIN)/python benchmarks/bench_jieba.py
 	$(BIN)/python benchmarks/bench_dense.py
 	$(BIN)/python benchmarks/bench_topk.py
