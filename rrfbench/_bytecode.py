@@ -4,7 +4,7 @@
 ~18,000 ``.py`` files of the environment one after the other: 1.8 of the 3.7 minutes a fresh
 install took on a 2-core machine) and then runs ``python -m rrfbench._bytecode``, which imports
 the libraries a CLI call, a notebook kernel or a test worker imports (:data:`MODULES`), with
-byte-code writing switched on for this one process.
+byte-code writing switched on (in two processes where there are two cores).
 
 Python then reads those ``.pyc`` files in every later process, even where
 ``PYTHONDONTWRITEBYTECODE=1`` keeps it from writing any (as on the machines this project is built
@@ -16,7 +16,8 @@ It used to run :mod:`compileall` over all of site-packages first (13,500 files o
 (2026-12-07): after the imports alone, a whole test run (README lines, notebooks, every CLI
 process) with byte-code writing on wrote only 135 more files: 132 of pytest's own assertion
 rewrites of its plugins (tagged ``-pytest-``, which no compile step writes), two SciPy modules
-and one of torch's. The imports cost 9 s. A library that is not installed (an extra left out)
+and one of torch's. The imports from nothing take 30 s in one process, 15 s in two
+(:func:`warm_parallel`). A library that is not installed (an extra left out)
 is skipped; a module imported later that has no byte-code is compiled in memory when imported,
 as without this step, so the step only saves time and can never change a result.
 """
