@@ -25,7 +25,7 @@ os.environ["RRFBENCH_JOBS"] = "1"
 from _common import ROOT  # noqa: E402,F401  (sets RRFBENCH_DATA, sys.path)
 
 from rrfbench import load_dataset  # noqa: E402
-from rrfbench.systems.engines import SPACES, base, opensearch, weaviate  # noqa: E402
+from rrfbench.systems.engines import SPACES, base  # noqa: E402
 from rrfbench.systems.presets.base import Hit  # noqa: E402
 from rrfbench.workflows.dataset import preset_runs  # noqa: E402
 
@@ -42,11 +42,11 @@ def _per_document_fused(self, contribs, params):
     return {d: self.combine(c, params) for d, c in contribs.items()}
 
 
-def _copying(fuse_hits):
+def _copying(fuse_query):
     def fuse(self, lists, params, limit, prior=None):
         lists = {role: [h if isinstance(h, Hit) else Hit(h, 0.0) for h in hits]
                  for role, hits in lists.items()}
-        return fuse_hits(self, lists, params, limit, prior)
+        return fuse_query(self, lists, params, limit, prior)
     return fuse
 
 
@@ -55,12 +55,9 @@ def per_document_path() -> ExitStack:
     stack = ExitStack()
     stack.enter_context(mock.patch.object(base, "position_scores", _every_query))
     stack.enter_context(mock.patch.object(base, "f32_values", _per_value_f32))
-    stack.enter_context(mock.patch.object(weaviate, "f32_values", _per_value_f32))
     stack.enter_context(mock.patch.object(base.EngineSpace, "fused", _per_document_fused))
-    stack.enter_context(mock.patch.object(opensearch.OSNormalization, "fused",
-                                          _per_document_fused))
-    for cls in (base.EngineSpace, weaviate._Weaviate):
-        stack.enter_context(mock.patch.object(cls, "fuse_hits", _copying(cls.fuse_hits)))
+    stack.enter_context(mock.patch.object(base.EngineSpace, "fuse_query",
+                                          _copying(base.EngineSpace.fuse_query)))
     return stack
 
 

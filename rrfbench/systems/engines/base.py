@@ -56,6 +56,14 @@ def f32_values(scores: dict[str, float]) -> dict[str, float]:
     return dict(zip(scores, v.astype(np.float64).tolist(), strict=True))
 
 
+def as_hits(lists: dict[str, list]) -> dict[str, list[Hit]]:
+    """Each role's list as :class:`Hit` objects (a bare docid: ``Hit(docid, 0.0)``); lists of
+    Hits, as a grid's ``ranked_lists`` hands them, pass without a copy."""
+    return {role: hits if all(type(h) is Hit for h in hits)
+            else [h if isinstance(h, Hit) else Hit(h, 0.0) for h in hits]
+            for role, hits in lists.items()}
+
+
 def _scores(hits: Sequence[Hit]) -> list[float]:
     return [float(h.score) for h in hits]
 
@@ -156,8 +164,8 @@ class EngineSpace(Preset):
         stage = {d: "kept" for d, _ in out[:limit]} | {d: "cut: limit" for d, _ in out[limit:]}
         return out[:limit], stage
 
-    def fuse_hits(self, lists, params, limit, prior=None):
-        contribs = self.contributions(lists, params, limit)
+    def fuse_query(self, lists, params, limit, prior=None):
+        contribs = self.contributions(as_hits(lists), params, limit)
         return self.finish(self.fused(contribs, params), params, limit, prior)[0]
 
     def fused(self, contribs: dict, params: dict) -> dict[str, float]:

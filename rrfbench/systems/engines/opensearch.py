@@ -129,17 +129,8 @@ class OSNormalization(EngineSpace):
         return out
 
     def combine(self, contribs, params):
-        return self._combine(contribs, self._weights(params), params["combination"])
-
-    def fused(self, contribs, params):
-        ws, tech = self._weights(params), params["combination"]   # once per query
-        return {d: self._combine(c, ws, tech) for d, c in contribs.items()}
-
-    def _weights(self, params) -> dict[str, float]:
-        return {r: float(params[f"{r}_weight"]) for r in self.order(params)}
-
-    @staticmethod
-    def _combine(contribs: dict, ws: dict[str, float], tech: str) -> float:
+        ws = {r: float(params[f"{r}_weight"]) for r in self.order(params)}
+        tech = params["combination"]
         if tech == "arithmetic_mean":
             total = sum(ws.values())
             return f32(sum(ws[r] * contribs.get(r, 0.0) for r in ws) / total) if total else 0.0

@@ -41,9 +41,9 @@ from .base import (
     EXACT,
     EngineSpace,
     Fidelity,
+    Hit,
     Knob,
     f32,
-    f32_values,
     fidelity_common,
     rrf_contributions,
 )
@@ -90,9 +90,11 @@ class _Weaviate(EngineSpace):
         """The legs Weaviate runs: those whose weight is above 0 (alpha 0 or 1: one leg)."""
         return {r: hits for r, hits in lists.items() if self.weight(r, params) > 0}
 
-    def fuse_hits(self, lists, params, limit, prior=None):
+    def fuse_query(self, lists, params, limit, prior=None):
+        lists = {role: [h if isinstance(h, Hit) else Hit(h, 0.0) for h in hits]
+                 for role, hits in lists.items()}
         contribs = self.contributions(lists, params, limit)
-        scores = f32_values(self.fused(contribs, params))
+        scores = {d: f32(self.combine(c, params)) for d, c in contribs.items()}
         near = not (self.mode == "ranked" and self.version_of(params) != RANKED_VERSIONS[0])
         return weaviate_order(scores, self.secondary(lists, params), near)[:limit]
 

@@ -183,14 +183,9 @@ class Preset:
     # -- shared -----------------------------------------------------------------------------
     def fuse_query(self, lists: dict[str, list], params: dict, limit: int,
                    prior: dict | None = None) -> list[tuple[str, float]]:
-        """One query: the streams' lists by role (:class:`Hit` objects, or bare docids with score 0)
-        -> the system's ranked (docid, score)."""
-        return self.fuse_hits(as_hits(lists), params, limit, prior)
-
-    def fuse_hits(self, lists: dict[str, list[Hit]], params: dict, limit: int,
-                  prior: dict | None = None) -> list[tuple[str, float]]:
-        """:meth:`fuse_query` on lists that hold only :class:`Hit` objects (what
-        :meth:`ranked_lists` has): the hook a system overrides."""
+        """One query: the streams' lists by role -> the system's ranked (docid, score)."""
+        lists = {role: [h if isinstance(h, Hit) else Hit(h, 0.0) for h in hits]
+                 for role, hits in lists.items()}
         contribs = self.contributions(lists, params, limit)
         scores = {d: sum(c.values()) for d, c in contribs.items()}
         return self.finish(scores, params, limit, prior)[0]
@@ -302,8 +297,8 @@ class Preset:
         for q in qids:
             if queries is not None and self.skips_query(queries.get(q)):
                 continue
-            ranked_q = self.fuse_hits({role: lists[role].get(q, []) for role in lists}, params,
-                                      limit, prior)
+            ranked_q = self.fuse_query({role: lists[role].get(q, []) for role in lists}, params,
+                                       limit, prior)
             if ranked_q:
                 out[q] = ranked_q
         return out
@@ -311,14 +306,6 @@ class Preset:
     def fidelity_lines(self) -> list[str]:
         return [f"{f.status}: {f.item}" + (f" ({f.note})" if f.note else "")
                 for f in self.fidelity]
-
-
-def as_hits(lists: dict[str, list]) -> dict[str, list[Hit]]:
-    """Each role's list as :class:`Hit` objects: a bare docid becomes ``Hit(docid, 0.0)``; lists
-    already of Hits are passed as they are (no copy)."""
-    return {role: hits if all(type(h) is Hit for h in hits)
-            else [h if isinstance(h, Hit) else Hit(h, 0.0) for h in hits]
-            for role, hits in lists.items()}
 
 
 _HITS: dict[int, tuple] = {}
