@@ -43,6 +43,11 @@ def _dask():
 
 _ACTIVE: ContextVar = ContextVar("rrfbench_dask_client", default=None)
 
+# No dashboard, and the scheduler's small HTTP server (health and metrics routes, which
+# dashboard_address=None still starts on port 8787) on a free port: two local clusters at once
+# (two commands, or two test workers) used to warn "Port 8787 is already in use"
+NO_DASHBOARD = {"dashboard": False, "dashboard_address": ":0"}
+
 
 def active_client():
     """The client set by :func:`client_for` (or :func:`using`) around the current work, or
@@ -102,8 +107,8 @@ def client_for(scheduler: str | None = None, workers: int | None = None):
     # (seen in `rrfbench sweep scifact --workers 2`); task failures still reach the client as
     # exceptions, which the command reports
     cluster = distributed.LocalCluster(n_workers=int(workers), threads_per_worker=1,
-                                       processes=True, dashboard_address=None,
-                                       silence_logs=50)
+                                       processes=True, silence_logs=50,
+                                       scheduler_kwargs=NO_DASHBOARD)
     client = distributed.Client(cluster)
     try:
         with using(client):

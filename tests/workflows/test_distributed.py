@@ -14,8 +14,10 @@ distributed = pytest.importorskip("distributed")
 
 @pytest.fixture(scope="module")
 def cluster():
+    from rrfbench.workflows.distributed import NO_DASHBOARD
+
     cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=40)
+                                  silence_logs=40, scheduler_kwargs=NO_DASHBOARD)
     client = distributed.Client(cl)
     yield client
     client.close()
