@@ -66,7 +66,8 @@ def test_this_code_reuses_each_committed_preset_and_engine_result(path, monkeypa
 
 # engines/base.py holds what every engine mode shares (the hits, the RRF position scores, the
 # float32 rounding) but is in no result's key: adding it would recompute the 38 committed engine
-# results (19 modes on scifact and 19 on the English suite: encoding its nine collections, about 35 minutes here).
+# results (19 modes on scifact and 19 on the English suite: encoding its nine collections, about
+# 35 minutes here).
 # Until a round does that, its content is pinned: the digest below is the file whose every mode's
 # ranked lists and score bits were checked equal to the code that computed the committed results
 # (benchmarks/bench_engine_models.py, tests/systems/engines/test_engines.py; 2026-12-07).
