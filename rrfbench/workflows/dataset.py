@@ -36,6 +36,7 @@ from ..systems import (
     presets as preset_registry,  # PRESETS read at call time: the registry can be swapped
 )
 from ..systems.engines import SPACES as ENGINE_SPACES
+from ..systems.engines import base as engine_base
 from ..systems.presets import base as preset_base
 from ..systems.registry import get_system
 from ..tuning import holdout as tuning
@@ -205,10 +206,15 @@ def preset_runs(preset, dataset, split: str, depth: int = 1000,
 def _preset_inputs(preset, members, metric: str, **parts) -> Inputs:
     """Inputs of a studied system tuned on ``members`` ([(Dataset, Protocol)])."""
     module = importlib.import_module(type(preset).__module__)
+    code = (module, preset_base, tuning, fusion, fusion_config)
+    if module.__name__.startswith(engine_base.__package__ + "."):
+        # an engine mode's model is also the engines' shared base: its hits, RRF position
+        # scores and float32 rounding (it was in no key before 2026-12-07)
+        code += (engine_base,)
     runs = [(ds.name, split, spec) for ds, proto in members
             for split in sorted({proto.tune_split, proto.eval_split})
             for spec in preset.roles_available().values()]
-    return run_inputs(runs, (module, preset_base, tuning, fusion, fusion_config), preset=preset.name,
+    return run_inputs(runs, code, preset=preset.name,
                       grid=preset.grid(), metric=metric,
                       protocols=[p.to_json() for _, p in members],
                       fingerprints=[ds.fingerprint for ds, _ in members], **parts)
