@@ -41,7 +41,7 @@ from ..tuning.advice import Advice, gather
 from ..tuning.holdout import choose_protocol
 from ..tuning.selection import DEFAULT_RULE
 from ..tuning.transfer import fusion_suite, preset_suite
-from .cache import _source_digest, reuse_or_compute, run_inputs
+from .cache import Inputs, _source_digest, reuse_or_compute, run_inputs
 from .dataset import (
     DEFAULT_SPECS,
     _preset_inputs,
@@ -180,6 +180,13 @@ def _preset_suite_runs(preset, members) -> None:
             preset_runs(preset, ds, split)
 
 
+def preset_suite_inputs(preset, members, metric: str, objective: str, rule: str) -> Inputs:
+    """The cache inputs of a studied system or engine mode tuned across a suite's ``members``:
+    a single collection's (``_preset_inputs``) and the suite's own modules."""
+    return _preset_inputs(preset, members, metric, objective=objective, rule=rule,
+                          suite_code=_source_digest(*SUITE_CODE))
+
+
 def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: str = "macro",
                       rule: str = DEFAULT_RULE, progress: bool = True, reuse: bool = True,
                       write: bool = True, allow_missing: bool = False,
@@ -201,8 +208,7 @@ def tune_preset_suite(suite: str, preset, metric: str = "nDCG@10", objective: st
 
     result, _ = reuse_or_compute(
         f"{p.name} on suite {suite}", out / "best.json",
-        lambda: _preset_inputs(p, members, metric, objective=objective, rule=rule,
-                               suite_code=_source_digest(*SUITE_CODE)),
+        lambda: preset_suite_inputs(p, members, metric, objective, rule),
         lambda: preset_suite(suite, members, p, lambda ds, split: preset_runs(p, ds, split),
                              metric, progress=progress, objective=objective, rule=rule, log=log),
         save, reuse=reuse, write=write, log=log, prepare=lambda: _preset_suite_runs(p, members))

@@ -3,8 +3,9 @@
 A preset's or engine mode's result is reused while its key is unchanged: the content of the runs
 it read, its grid and protocol, and the source of the modules that computed it
 (``rrfbench/workflows/dataset.py``'s ``_preset_inputs``: the system's module, the preset base,
-an engine mode's shared engine base, the tuning and fusion modules). Editing one of those files, even without changing a number, makes
-every command that made such a result recompute and rewrite it in a user's clone. This test
+an engine mode's shared engine base, the tuning and fusion modules). Editing one of those files,
+even without changing a number, makes every command that made such a result recompute and
+rewrite it in a user's clone. This test
 recomputes each committed key with this checkout's code and the run digests the result recorded,
 so such an edit fails here first (it did on 2026-12-07: a speed-up in the preset base).
 """
@@ -59,7 +60,6 @@ def _key_now(path, monkeypatch):
     return now.key
 
 
-
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT / "results")))
 def test_this_code_reuses_each_committed_preset_and_engine_result(path, monkeypatch):
     from rrfbench.results.dataset import load_result
@@ -107,9 +107,7 @@ def test_this_code_reuses_each_committed_suite_result(path, monkeypatch):
 
     from rrfbench.systems.registry import get_system
     from rrfbench.workflows import cache as cache_rule
-    from rrfbench.workflows.cache import _source_digest
-    from rrfbench.workflows.dataset import _preset_inputs
-    from rrfbench.workflows.suite import SUITE_CODE, suite_members
+    from rrfbench.workflows.suite import preset_suite_inputs, suite_members
 
     r = json.loads(path.read_text())
     if not all(_have(c) for c in r["collections"]):
@@ -117,9 +115,8 @@ def test_this_code_reuses_each_committed_suite_result(path, monkeypatch):
     runs_read = r["provenance"]["runs_read"]
     monkeypatch.setattr(cache_rule, "run_path", lambda name, split, run: f"{name}/{split}/{run}")
     monkeypatch.setattr(cache_rule, "run_content_digest", runs_read.get)
-    now = _preset_inputs(get_system(r["preset"]), suite_members(r["suite"]), r["metric"],
-                         objective=r["objective"], rule=r["rule"],
-                         suite_code=_source_digest(*SUITE_CODE))
+    now = preset_suite_inputs(get_system(r["preset"]), suite_members(r["suite"]), r["metric"],
+                              r["objective"], r["rule"])
     assert now.runs == runs_read
     assert now.key == r["provenance"]["cache_key"], (
         f"{path.relative_to(ROOT)} would be recomputed by this code: an edit to a module its key "
