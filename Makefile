@@ -46,6 +46,7 @@ SOURCES := $(wildcard rrfbench/*.py rrfbench/*/*.py rrfbench/*/*/*.py)
 $(VENV)/.compiled: $(VENV)/.bytecode $(SOURCES)
 	$(BIN)/python -m compileall -q rrfbench
 	$(BIN)/python -m rrfbench.fusion.kernels
+	$(BIN)/python -m rrfbench.core.exact_products
 	touch $@
 
 $(VENV)/.notebooks: $(VENV)/.dense-dev

@@ -88,6 +88,8 @@ LAZY_LIBRARIES = {
     "matplotlib": "~0.3 s, pyplot ~1 s; only plots need it",
     "numba": "~0.6 s to import, and compiles kernels",
     "rrfbench.fusion.kernels": "the numba kernels (imports numba at module level)",
+    "rrfbench.core.exact_products": "numba kernels of the exact products (numba at module level)",
+    "rrfbench.retrievers.exact_bert": "the torch encoder's exact pass (imports exact_products)",
     "ranx": "~4 s to import (numba kernels of its own)",
     "ir_datasets": "~0.6 s to import; only for ir_datasets: collections",
     "bm25s": "~1 s to import (scipy, numba)",

@@ -21,6 +21,10 @@ kind           variants                                     options
 ``graph``      (none)                                       ``seed`` (a spec), ``hops``,
                                                             ``graph=dense|bm25``, ``neighbours``,
                                                             ``seed_limit``, ``direction=both|out``
+``run``        ``PATH``: a TREC run file of the team's own      ``name``, ``floor`` (its lowest
+               (:mod:`.external`)                           possible score)
+``vectors``    ``PATH``: the team's embeddings (parquet     ``name``
+               id/vector/role, or ``.npy`` + ``.ids.txt``)
 =============  ===========================================  =======================================
 
 ``stages`` holds what runs after retrieval (a rerank, fail-open fallbacks).
@@ -35,6 +39,7 @@ from .base import RunResult, cached_run, lib_versions, run_path
 from .bm25 import BM25Retriever
 from .dense import DEFAULT_BACKEND, DenseRetriever
 from .entity import EntityRetriever
+from .external import RunFileRetriever, VectorsRetriever
 from .fts5 import FTS5Retriever
 from .graph import GraphRetriever
 from .rank_bm25 import RankBM25Retriever
@@ -48,7 +53,10 @@ VARIANTS: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...]]] = {
     "rank_bm25": ("regex", ("regex", "jieba"), ()),
     "entity": (None, (), ("min_len",)),
     "graph": (None, (), ("seed", "hops", "graph", "neighbours", "seed_limit", "direction")),
+    "run": (None, (), ("name", "floor")),
+    "vectors": (None, (), ("name",)),
 }
+PATH_KINDS = ("run", "vectors")  # their variant is a file: run:PATH, vectors:PATH
 KINDS = tuple(VARIANTS)
 _ALIASES = {"rank-bm25": "rank_bm25"}
 
@@ -66,7 +74,9 @@ def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
                          f"{', '.join(KINDS)} (with variants, e.g. fts5:phrase, "
                          "dense:torch, rank_bm25:jieba)")
     default, allowed, options = VARIANTS[kind]
-    if sep and variant not in allowed:
+    if kind in PATH_KINDS and not variant.strip():
+        raise InputError(f"retriever: {kind!r} needs a file: {kind}:PATH (in {spec!r})")
+    if sep and variant not in allowed and kind not in PATH_KINDS:
         have = ", ".join(f"{kind}:{v}" for v in allowed) if allowed else "none"
         raise InputError(f"retriever: {kind!r} has no variant {variant!r} (in {spec!r}); "
                          f"variants: {have}")
@@ -94,6 +104,12 @@ def make_retriever(spec: str, **options):
         return RankBM25Retriever(tokenizer=variant, **options)
     if kind == "entity":
         return EntityRetriever(**_numbers(opts, spec), **options)
+    if kind == "run":
+        if "floor" in opts:
+            _numbers({"floor": opts["floor"]}, spec)
+        return RunFileRetriever(variant.strip(), **opts)
+    if kind == "vectors":
+        return VectorsRetriever(variant.strip(), **opts)
     for seed in opts.get("seed", "bm25").split("+"):
         parse_spec(seed)  # every seed spec checked before any work starts
     return GraphRetriever(**opts, **options, make_seed=make_retriever)

