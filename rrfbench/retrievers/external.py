@@ -184,12 +184,12 @@ class VectorsRetriever:
             ids = df["id"].astype(str).tolist()
             roles = df["role"].astype(str).tolist() if "role" in df.columns else \
                 ["document"] * len(df)
-            dims = {len(v) for v in df["vector"]}
-            if len(dims) > 1:
-                first = next(i for i, v in zip(ids, df["vector"], strict=True)
-                             if len(v) != len(df["vector"].iloc[0]))
-                raise InputError(f"id {first!r}: dimension {sorted(dims)} differ (every vector "
-                                 "must have the same length)", self.path)
+            lengths = [len(v) for v in df["vector"]]
+            if len(set(lengths)) > 1:
+                want = max(set(lengths), key=lambda n: (lengths.count(n), -n))
+                i = next(i for i, n in enumerate(lengths) if n != want)
+                raise InputError(f"id {ids[i]!r}: dimension {lengths[i]}, expected {want} (as "
+                                 f"{lengths.count(want)} of {len(lengths)} vectors)", self.path)
             mat = np.stack([np.asarray(v, dtype=np.float32) for v in df["vector"]]) if len(df) \
                 else np.zeros((0, 0), np.float32)
         mat = np.asarray(mat, dtype=np.float32)
