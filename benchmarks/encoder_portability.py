@@ -8,6 +8,8 @@ Three checks per CPU: the dense scores (:func:`rrfbench.retrievers.vectors.exact
 fixed random unit vectors, beside the float32 product BLAS computes in its own order), torch's primitives as the encoder uses them (linear layers, GELU, layer
 norm, attention, softmax on fixed random inputs) and the ``torch`` encoder itself on a few fixed
 texts (scifact's first documents, cut short: under emulation a document costs ~30 s). The
+primitives are the encoder's since issue 55: exact products (any BLAS kernel, the same bits)
+and torch's own elementwise kernels (capped at AVX2). The
 emulated CPUs need Debian's ``qemu-user`` (``apt-get install qemu-user``); without it only this
 CPU is run. NumPy's AVX2 sort crashes under qemu 7.2, so the emulated processes run NumPy at
 its baseline (``NPY_DISABLE_CPU_FEATURES=X86_V3``: NumPy does no arithmetic of the encoder's,
@@ -38,11 +40,13 @@ import hashlib, json, os, sys
 import torch
 g = torch.Generator().manual_seed(0)
 x = torch.randn(6, 128, 384, generator=g); w = torch.randn(1536, 384, generator=g) / 20
-lin = torch.nn.functional.linear(x, w)
+from rrfbench.core.exact_products import exact_linear, exact_matmul, weight_grid
+lin = exact_linear(x, weight_grid(w))  # the encoder's products: exact (issue 55)
 q = x.view(6, 128, 12, 32).transpose(1, 2)
+scores = torch.softmax(exact_matmul(q, q.transpose(-1, -2)) / 32 ** 0.5, -1)
 ops = {"linear": lin, "gelu": torch.nn.functional.gelu(lin),
        "layer_norm": torch.nn.functional.layer_norm(x, (384,)),
-       "attention": torch.nn.functional.scaled_dot_product_attention(q, q, q),
+       "attention": exact_matmul(scores, q),
        "softmax": torch.softmax(x, -1)}
 h = hashlib.sha256()
 for v in ops.values():

@@ -418,9 +418,8 @@ def family_labels(table: pd.DataFrame) -> pd.Series:
 def configs_from_table(table: pd.DataFrame, names: list[str]) -> list[Config]:
     """Rebuild :class:`Config` objects from sweep rows."""
     out = []
-    for row in table.itertuples(index=False):
-        r = row._asdict()
-        out.append(Config(
+    for r in table.to_dict("records"):  # not itertuples: a run named "fts5-phrase" or
+        out.append(Config(                # "run-engine" is no identifier, so no tuple field
             method=r["method"], k=tuple(float(r[f"k_{n}"]) for n in names),
             weights=tuple(float(r[f"w_{n}"]) for n in names),
             depth=tuple(int(r[f"depth_{n}"]) or None for n in names), rank_base=int(r["rank_base"]),
