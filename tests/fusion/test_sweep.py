@@ -651,3 +651,15 @@ def test_make_grid_builds_exactly_the_configurations_asked_for():
     rel = pd.DataFrame({"qid": ["a", "a", "c"], "docid": ["x", "y", "z"], "relevance": [1, 2, 1]})
     got = ideal_dcg(rel, ["a", "b", "c"], parse_metrics(["nDCG@10"]))
     assert got[:, 0].tolist() == [2 + 1 / math.log2(3), 0.0, 1.0]  # an unjudged query between
+
+
+def test_configs_from_table_takes_run_names_that_are_no_identifiers():
+    """A run named ``run-engine`` (a team's run file) or ``fts5-phrase``: its columns
+    (``k_run-engine``) are no tuple field, and once made a tuple's fields they were lost."""
+    from rrfbench.fusion.config import Config
+    from rrfbench.fusion.sweep import configs_from_table
+
+    names = ["run-engine", "fts5-phrase"]
+    cfg = Config(method="rrf", k=(40.0, 60.0), weights=(0.3, 0.7), depth=(100, None),
+                 rank_base=1, norm=None, missing=None, limit=None)
+    assert configs_from_table(pd.DataFrame([cfg.row(names)]), names) == [cfg]
