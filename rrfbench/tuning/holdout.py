@@ -83,33 +83,26 @@ def choose_protocol(splits: Sequence[str], tune_split: str | None = None,
                              "--folds for a holdout, or give one split")
         split = eval_split or tune_split or default_eval
         return Protocol("cv", split, split, folds, seed, "asked for --folds")
-    default_pair = (default_tune(default_eval), default_eval)
-
-    def holdout(tu, ev, reason):
-        # the same splits are the same protocol however they were asked for: its reason is
-        # part of the result's content, so `--tune-split train --eval-split test` must not
-        # rewrite a result computed with the defaults
-        return Protocol("holdout", tu, ev, 0, seed,
-                        "the dataset's default splits" if (tu, ev) == default_pair else reason)
-
     if tune_split and eval_split:
         if tune_split == eval_split:
             return Protocol("cv", eval_split, eval_split, DEFAULT_FOLDS, seed,
                             "tuning and evaluation split are the same: cross-validation")
-        return holdout(tune_split, eval_split, "asked for both splits")
+        return Protocol("holdout", tune_split, eval_split, 0, seed, "asked for both splits")
     if tune_split:
         ev = next((s for s in EVAL_SPLITS if s in splits and s != tune_split), None)
         if ev is None:
             return Protocol("cv", tune_split, tune_split, DEFAULT_FOLDS, seed,
                             f"no split other than {tune_split!r} to evaluate on: "
                             "cross-validation")
-        return holdout(tune_split, ev, f"evaluation split {ev!r} is the dataset's default")
+        return Protocol("holdout", tune_split, ev, 0, seed,
+                        f"evaluation split {ev!r} is the dataset's default")
     if eval_split:
         tu = default_tune(eval_split)
         if tu is None:
             return Protocol("cv", eval_split, eval_split, DEFAULT_FOLDS, seed,
                             f"no split other than {eval_split!r} to tune on: cross-validation")
-        return holdout(tu, eval_split, f"tuning split {tu!r} is the dataset's default")
+        return Protocol("holdout", tu, eval_split, 0, seed,
+                        f"tuning split {tu!r} is the dataset's default")
     tu = default_tune(default_eval)
     if tu is None:
         return Protocol("cv", default_eval, default_eval, DEFAULT_FOLDS, seed,

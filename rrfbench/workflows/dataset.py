@@ -167,7 +167,7 @@ def sweep_dataset(dataset, specs: Sequence[str] = DEFAULT_SPECS, *, grid=None,
     specs = list(specs)
     if len(set(specs)) != len(specs):
         raise InputError(f"-r: a retriever is given twice in {specs}")
-    protocol = protocol or choose_protocol(ds.splits, tune_split, eval_split, folds)
+    protocol = protocol or dataset_protocol(ds, tune_split, eval_split, folds)
     log(f"protocol: {protocol.describe()} ({protocol.reason})")
     grid = grid if grid is not None else sweep_grid(len(specs))
     metrics = [metric] + [m for m in DEFAULT_METRICS if m != metric]
@@ -220,6 +220,19 @@ def _preset_inputs(preset, members, metric: str, **parts) -> Inputs:
                       fingerprints=[ds.fingerprint for ds, _ in members], **parts)
 
 
+def dataset_protocol(ds, tune_split: str | None = None, eval_split: str | None = None,
+                     folds: int | None = None):
+    """:func:`choose_protocol` for ``ds``, where the dataset's default splits asked for by name
+    are the defaults: the same computation gives the same result, whose protocol (its reason
+    included) is content, so ``--tune-split train --eval-split test`` on a collection whose
+    defaults they are must reuse, not rewrite, the result made without them."""
+    default = choose_protocol(ds.splits)
+    if not folds and default.kind == "holdout" and tune_split in (None, default.tune_split) \
+            and eval_split in (None, default.eval_split):
+        return default
+    return choose_protocol(ds.splits, tune_split, eval_split, folds)
+
+
 def preset_result_path(dataset_name: str, preset_name: str) -> Path:
     """Where a studied system's tuning on a dataset is saved (an engine mode's: under
     ``engines/`` instead of ``presets/``)."""
@@ -244,7 +257,7 @@ def tune_preset_on(dataset, preset, metric: str = "nDCG@10", tune_split: str | N
     ds = as_dataset(dataset)
     p = get_system(preset) if isinstance(preset, str) else preset
     metric = str(parse_metric(metric))
-    protocol = protocol or choose_protocol(ds.splits, tune_split, eval_split, folds)
+    protocol = protocol or dataset_protocol(ds, tune_split, eval_split, folds)
     runs = {s: preset_runs(p, ds, s) for s in dict.fromkeys((protocol.tune_split,
                                                                protocol.eval_split))}
     path = preset_result_path(ds.name, p.name)

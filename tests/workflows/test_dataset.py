@@ -215,3 +215,22 @@ def test_a_saved_result_whose_runs_are_not_cached_yet_is_checked_not_recomputed(
     got, reused = reuse_or_compute("ai-memory", path, inputs, compute, write=False,
                                    log=logs.append)
     assert not reused and computed == [1] and "recomputing" in logs[-1] and "None" in logs[-1]
+
+
+def test_the_default_splits_asked_for_by_name_are_the_default_protocol():
+    """`sweep scifact --tune-split train --eval-split test` is the default computation: its
+    protocol (the reason text included, which is content) must be the default's, or it rewrites
+    the committed best.json and reports (issue 55, found on the way)."""
+    from types import SimpleNamespace
+
+    from rrfbench.tuning.holdout import choose_protocol
+    from rrfbench.workflows.dataset import dataset_protocol
+
+    ds = SimpleNamespace(splits=["test", "train"])
+    default = choose_protocol(ds.splits)
+    for tune, ev in (("train", "test"), ("train", None), (None, "test"), (None, None)):
+        assert dataset_protocol(ds, tune, ev) == default
+    other = SimpleNamespace(splits=["dev", "test", "train"])
+    assert dataset_protocol(other, "dev", "test").reason == "asked for both splits"
+    assert dataset_protocol(ds, "test", "test").kind == "cv"
+    assert dataset_protocol(ds, None, None, folds=3).folds == 3
