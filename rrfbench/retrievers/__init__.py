@@ -131,4 +131,4 @@ def retriever_name(spec: str) -> str:
 
 
 __all__ = ["make_retriever", "retriever_name", "parse_spec", "cached_run", "RunResult",
-           "run_path", "lib_versions", "KINDS", "VARIANTS"]
+           "run_path", "lib_versions", "KINDS", "VARIANTS", "PATH_KINDS"]

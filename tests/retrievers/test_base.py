@@ -52,10 +52,16 @@ def test_cache_invalidation(tiny_beir, tmp_path, results_root):
 
 
 def test_every_retriever_declares_a_score_floor():
-    from rrfbench.retrievers import KINDS
+    from rrfbench.retrievers import KINDS, PATH_KINDS
 
-    floors = {k: make_retriever(k).score_floor for k in KINDS if k != "dense"}
+    floors = {k: make_retriever(k).score_floor for k in KINDS
+              if k != "dense" and k not in PATH_KINDS}
     assert floors == {"bm25": 0.0, "fts5": 0.0, "rank_bm25": 0.0, "entity": 0.0, "graph": 0.0}
+    # a team's streams: cosine for vectors, the declared or the file's lowest score for a run
+    # file (tests/retrievers/test_external.py)
+    from rrfbench.retrievers.external import VectorsRetriever
+
+    assert VectorsRetriever.score_floor == -1.0
     from rrfbench.retrievers.dense import DenseRetriever
 
     assert DenseRetriever.score_floor == -1.0
