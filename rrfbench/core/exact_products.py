@@ -7,9 +7,11 @@ AMD, blocking, threads). Pinning the kernel (``MKL_CBWR=COMPATIBLE``) made MKL 3
 Instead every partial sum is made exact, and an exact sum has one value whatever the order:
 
 * each row of the left operand (and each column of the right one) is put on a fixed-point grid
-  of ``b`` significant bits relative to its largest entry: multiplied by a power of two built
-  from that entry's exponent (:func:`torch.frexp`, and the power of two from its bits, never
-  ``ldexp``/``pow``/``log2``) and rounded half to even, once, to an integer of at most ``2^b``;
+  of ``b`` significant bits relative to its largest finite entry (found on the float's bit
+  patterns): multiplied by the power of two ``2^(b - e)``, ``e`` that entry's exponent
+  (``math.frexp``) and the power made by libm's ``ldexp(1, b - e)``, which is exact (not
+  ``torch.ldexp``, which multiplies by ``pow(2, e)``, nor ``log2``), and rounded half to even,
+  once, to an integer of at most ``2^b``;
 * the integers are multiplied as float64: each product is at most ``2^(2b)`` and a sum of ``K``
   of them at most ``K * 2^(2b)``; ``b = floor((53 - ceil(log2 K)) / 2)`` keeps that at most
   ``2^53``, where every integer is exact (K = 384: 22 bits, 1,536: 21, 32: 24);
@@ -22,8 +24,9 @@ row's scale, and a sum that meets one is NaN or infinite whatever the order. The
 what FLINT and FFLAS-FFPACK use to multiply integer matrices with ``dgemm``; rrfbench's
 :func:`rrfbench.retrievers.vectors.exact_cosines` scores on the same idea.
 
-Used by :mod:`rrfbench.retrievers.exact_bert` (torch) and the NumPy encoder's products
-(:func:`exact_matmul_numpy`).
+Used by :mod:`rrfbench.retrievers.exact_bert` (torch tensors, :class:`TorchExact`);
+:func:`exact_matmul_numpy` is the same for NumPy arrays (the multilingual encoder's NumPy pass
+does not use it yet: issue 55, item 2).
 """
 
 from __future__ import annotations
