@@ -215,7 +215,8 @@ class VectorsRetriever:
         docids = dataset.corpus.docid.astype(str).tolist()
         known_q = set(dataset.queries.qid.astype(str))
         doc_rows = {d: i for (r, d), i in seen.items() if r == "document"}
-        unknown = next((d for d in doc_rows if d not in set(docids)), None)
+        corpus = set(docids)
+        unknown = next((d for d in doc_rows if d not in corpus), None)
         if unknown is not None:
             raise InputError(f"document id {unknown!r} is not in {dataset.name}'s corpus",
                              self.path)
