@@ -3,8 +3,9 @@
 On cranfield's first 100 test queries with three streams (bm25, fts5, dense; cached runs), the
 current constants (RRF k=60) against the suite's change and its alternatives (a
 ``Contest``): building the pairs every comparison's runs rank in their top 10 and ordering them
-(``Contest.order``, MTC) and updating the decision after a batch (``Contest.verdict`` with 200
-grades: every comparison's estimate), each timed against the named baseline measured in the
+(``Contest.order``: MTC, the baseline's, and ``sample``, the default: priority sampling with
+its two phases) and updating the decision after a batch (``Contest.verdict`` with 200 grades:
+every comparison's estimate; for ``sample`` the unbiased estimates and the bounded rule), each timed against the named baseline measured in the
 same process: one ``rrfbench.core.evaluation.evaluate`` of the fused run (nDCG@10 through
 ir_measures). Best of 5. The target: under a second each on 2 cores (a person waits for it).
 Then the judging widget's key press (``JudgingWidget.press``: the grade fsynced into the log,
@@ -36,20 +37,25 @@ grades = {(q, d): r for q, d, r in zip(qrels.df.qid, qrels.df.docid, qrels.df.re
 t_eval, _ = _common.best_of(lambda: evaluate(chg, qrels, ["nDCG@10"]), 5)
 
 
-def select():
-    c = Contest(fused.runs, fused.priors, fused.prior_take, queries)   # pairs computed afresh
-    return c, c.order("mtc")
+def select(method):
+    def go():
+        c = Contest(fused.runs, fused.priors, fused.prior_take, queries)   # pairs afresh
+        return c, c.order(method, budget=200)
+    return go
 
 
-t_sel, (c, order) = _common.best_of(select, 5)
-batch = {(q, d): grades.get((q, d), 0) for q, d in zip(order.qid[:200], order.docid[:200],
-                                                          strict=True)}
-t_est, v = _common.best_of(lambda: c.verdict(batch, 2), 5)
-print(f"cranfield, {len(queries)} queries, {len(c.labels)} candidates, {len(c.comparisons())} "
-      f"comparisons, {len(order)} pairs that matter; baseline evaluate(nDCG@10) {t_eval:.3f} s")
-print(f"select_s: {t_sel:.3f}")
-print(f"estimate_s: {t_est:.3f}")
-print(f"ratio_select_vs_evaluate: {t_sel / t_eval:.2f}")
+print(f"cranfield, {len(queries)} queries, {len(fused.labels)} candidates, "
+      f"{len(fused.comparisons())} comparisons; baseline evaluate(nDCG@10) {t_eval:.3f} s")
+for method in ("mtc", "sample"):      # the baseline's selection, then the default's
+    t_sel, (c, order) = _common.best_of(select(method), 5)
+    batch = {(q, d): grades.get((q, d), 0) for q, d in zip(order.qid[:200], order.docid[:200],
+                                                              strict=True)}
+    c.verdict(batch, 2, method)                       # the sampled design's orders, cached
+    t_est, v = _common.best_of(lambda c=c, b=batch, m=method: c.verdict(b, 2, m), 5)
+    print(f"{method}: {len(order)} pairs that matter")
+    print(f"select_s ({method}): {t_sel:.3f}")
+    print(f"estimate_s ({method}): {t_est:.3f}")
+    print(f"ratio_select_vs_evaluate ({method}): {t_sel / t_eval:.2f}")
 
 import statistics  # noqa: E402
 import tempfile  # noqa: E402

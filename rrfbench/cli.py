@@ -27,6 +27,7 @@ from .data.ingest import MANIFEST, Columns
 from .data.ingest import ingest as write_collection
 from .fusion.functions import METHODS, MISSING, NORMALISATIONS, RANK_BASES
 from .judging.decide import METHODS as JUDGE_METHODS
+from .judging.log import JudgmentLog
 from .outputs.explanations import compare
 from .outputs.exporters import formats
 from .outputs.report import cells
@@ -57,10 +58,17 @@ from .workflows.judge import (
     BUDGETS,
     headline,
     judge_simulated,
+    simulation_all,
     simulation_summary,
     simulation_table,
 )
-from .workflows.judging_session import import_sheet, judge_terminal, open_session, write_sheet
+from .workflows.judging_session import (
+    default_log,
+    import_sheet,
+    judge_terminal,
+    open_session,
+    write_sheet,
+)
 from .workflows.options import check_specs, parse_depths, parse_numbers
 from .workflows.suite import adapt_suite
 
@@ -343,7 +351,7 @@ def judge(
     dataset: Annotated[str, typer.Argument(help="the collection to decide for: a name or a BEIR folder (with --all: ignored)")] = None,
     simulate: Annotated[bool, typer.Option("--simulate", help="judge with the collection's own qrels, hidden from everything but the simulated judge, and grade the decision")] = False,
     budget: Annotated[int, typer.Option("--budget", help="judgments at most")] = 200,
-    method: Annotated[str, typer.Option("--method", help=f"which pairs to judge: {_one_of(JUDGE_METHODS)}")] = "mtc",
+    method: Annotated[str, typer.Option("--method", help=f"which pairs to judge: {_one_of(JUDGE_METHODS)} (sample: a probability sample and an unbiased estimate; the others are baselines)")] = "sample",
     suite: Annotated[str, typer.Option("--suite", help="the suite whose advice is the prior")] = "en",
     every: Annotated[bool, typer.Option("--all", help=f"every collection of the suite, budgets {','.join(map(str, BUDGETS))}, every method: writes results/judging/<suite>/")] = False,
     sheet: Annotated[Path, typer.Option("--sheet", help="write the next batch to judge as a TSV to fill in (grade column empty), and stop")] = None,
@@ -355,13 +363,30 @@ def judge(
     qrels_out: Annotated[Path, typer.Option("--qrels-out", help="also write the judgments as BEIR qrels (query-id, corpus-id, score)")] = None,
     preset: Annotated[str, typer.Option("--preset", "-p", help="a studied system or engine mode: its shipped knobs against what the suite selects for it (default: free fusion, RRF k=60)")] = None,
     param: Annotated[list[str], typer.Option("--set", help="with -p: your current knob=value (repeatable)")] = None,
+    systems: Annotated[bool, typer.Option("--systems", help="with --simulate --all: free fusion, every studied system and every engine mode, and the table over all of them (results/judging/<suite>/all/)")] = False,
+    grader: Annotated[str, typer.Option("--grader", help="who is grading (recorded with each judgment; several graders may judge one log at once)")] = "person",
+    overlap: Annotated[float, typer.Option("--overlap", help="share of pairs also put to a second grader, for agreement (e.g. 0.1)")] = 0.0,
+    agreement: Annotated[bool, typer.Option("--agreement", help="report Cohen's kappa between the graders of the log on the pairs both graded, and stop")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False,
 ):
     """Decide between the current constants (RRF k=60) and the suite's advice from a few
     judgments chosen for the decision: a person judges in the terminal (default) or in a sheet
     (--sheet, then --import); --simulate grades the decision with a collection's own qrels."""
+    if agreement:
+        return _agreement(dataset, log_path, as_json)
     settings = get_system(preset).parse_settings(param) if preset and param else (
         {"_": param} if param else None)
+    if systems and not every:
+        raise InputError("--systems: goes with --simulate --all (the table over every fusion)")
+    if systems:
+        if preset:
+            raise InputError("--systems -p: --systems covers every system; leave -p out")
+        t = simulation_all(suite, log=_quiet if as_json else _log)
+        s = simulation_summary(t)
+        if as_json:
+            return print(json.dumps(s.round(4).to_dict("records")))
+        _show(f"suite {suite}: every fusion, decisions right by judgments", s)
+        return _say(headline(s))
     if simulate or every:
         return _judge_simulated(dataset, budget, method, suite, every, as_json, preset, settings)
     if dataset is None:
@@ -369,8 +394,11 @@ def judge(
     grades = [int(g) for g in parse_numbers("--scale", scale)]
     if import_ is not None and not import_.is_file():
         raise InputError(f"--import: {import_}: file not found")   # before any retrieval
+    if not 0.0 <= overlap <= 1.0:
+        raise InputError(f"--overlap: {overlap} is not a share between 0 and 1")
     session = open_session(dataset, suite, split, log_path, grades, method, batch, budget,
-                           log=_quiet if as_json else _log, system=preset, settings=settings)
+                           log=_quiet if as_json else _log, system=preset, settings=settings,
+                           grader=grader, overlap=overlap)
     if sheet is not None:
         out = write_sheet(session, sheet)
         return _say(f"{out}: {len(session.next_batch())} pairs to grade "
@@ -391,6 +419,22 @@ def judge(
     _say(f"{status['collection']}: {'take' if status['take_change'] else 'keep'} -> "
          f"{status['decision']} (current: {status['current']}); {status['judgments']} judgments; "
          f"{status['why']}")
+
+
+def _agreement(dataset, log_path, as_json):
+    """``judge --agreement``: Cohen's kappa between every two graders of the log."""
+    if log_path is None and dataset is None:
+        raise InputError("judge --agreement: name the collection or give --log")
+    path = Path(log_path) if log_path is not None else default_log(Path(dataset).name)
+    if not path.is_file():
+        raise InputError(f"--agreement: {path}: no judgments (file not found)")
+    table = JudgmentLog(path, scale=range(-9, 100)).agreement()
+    if as_json:
+        return print(json.dumps(table.round(4).to_dict("records")))
+    if table.empty:
+        return _say(f"{path}: no pair was graded by two graders (ask for an overlap: "
+                    "--overlap 0.1)")
+    _show(f"{path}: agreement between graders", table)
 
 
 def _read_stderr(prompt: str) -> str:

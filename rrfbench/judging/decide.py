@@ -54,7 +54,7 @@ from ..core.errors import choice
 from ..core.runs import Run
 
 DEPTH = 10
-METHODS = ("mtc", "pool", "random")
+METHODS = ("sample", "mtc", "pool", "random")   # sample: rrfbench.judging.sampling (the default)
 SE_FLOOR = 0.005      # the smallest standard error a judged estimate is given (see above)
 Z_STOP = 1.645        # the posterior's one-sided 95%: the decision is settled
 
@@ -100,8 +100,8 @@ def order_pairs(p: Pairs, method: str = "mtc", seed: int = 0) -> pd.DataFrame:
     ``mtc``: largest ``|delta|`` first (pairs both runs rank alike are never asked), ties by
     query and document id. ``pool``: depth-10 pooling, rank 1 of every query (current, then
     change), then rank 2, ... ``random``: the pool shuffled (``seed``)."""
-    if method not in METHODS:
-        raise choice("judging selection", method, METHODS)
+    if method not in METHODS or method == "sample":
+        raise choice("judging selection", method, METHODS[1:])   # sample: Contest.order
     t = p.table.copy()
     if method == "mtc":
         t = t[t.delta != 0]

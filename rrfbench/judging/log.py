@@ -12,16 +12,28 @@ pair keeps its first grade until a person resolves it (:meth:`JudgmentLog.resolv
 resolving grade, marked as such). The result is ordinary BEIR qrels (:meth:`JudgmentLog.to_qrels`,
 :meth:`JudgmentLog.write_qrels`), usable by every other rrfbench command.
 
+Several graders at once. Every read and append holds an advisory lock on ``<log>.lock``
+(``fcntl.flock``: shared to read, exclusive to write), so two sessions on one log never tear or
+interleave a line, and each re-reads the file before choosing what to ask. A session *claims*
+the pairs it is about to show (:meth:`JudgmentLog.claim`: a ``claim`` line with the grader and
+the time, appended under the same lock as the check that nobody else holds them); a claim lapses
+after :data:`CLAIM_TTL` seconds or once the pair is graded. A pair is put to a second grader
+only when an overlap for agreement was asked for (``--overlap``), and :meth:`JudgmentLog.agreement`
+reports Cohen's kappa between every two graders on the pairs both graded (as trectools'
+``check_kappa`` does for two qrels files).
+
 Called from: the judging workflow (terminal, sheet, widget, simulation) and tests.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,6 +42,18 @@ import pandas as pd
 from ..core.errors import InputError, ValidationWarning
 from ..core.runs import Qrels
 from ..core.store import write_text
+
+CLAIM_TTL = 3600.0     # seconds a claimed pair stays with its grader unless graded
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A pair shown to a grader (not yet graded): nobody else is asked it while it lasts."""
+
+    query: str
+    document: str
+    grader: str
+    time: float
 
 
 @dataclass(frozen=True)
@@ -58,12 +82,33 @@ class JudgmentLog:
         self.documents = None if documents is None else {str(d) for d in documents}
         self.scale = tuple(sorted({int(g) for g in scale}))
         self.entries: list[Judgment] = []
+        self.claims: list[Claim] = []
         self.torn: list[int] = []      # line numbers set aside (a write cut short)
-        if self.path.exists():
+        self.refresh()
+
+    # ------------------------------------------------------------------ the lock
+    @contextlib.contextmanager
+    def locked(self, exclusive: bool = True):
+        """Hold ``<log>.lock`` (exclusive to write, shared to read): see the module docstring."""
+        lock = self.path.with_name(self.path.name + ".lock")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "a+b") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                yield
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+    def refresh(self) -> None:
+        """Read the file again (other graders may have appended since)."""
+        if not self.path.exists():
+            return
+        with self.locked(exclusive=False):
             self._read()
 
     # ------------------------------------------------------------------ reading
     def _read(self) -> None:
+        self.entries, self.claims, self.torn = [], [], []
         raw = self.path.read_bytes()
         lines = raw.split(b"\n")
         for no, line in enumerate(lines, 1):
@@ -71,6 +116,10 @@ class JudgmentLog:
                 continue
             try:
                 d = json.loads(line)
+                if d.get("claim"):
+                    self.claims.append(Claim(str(d["query"]), str(d["document"]),
+                                             str(d.get("grader", "")), float(d.get("time", 0.0))))
+                    continue
                 j = Judgment(str(d["query"]), str(d["document"]), int(d["grade"]),
                              str(d.get("grader", "")), float(d.get("time", 0.0)),
                              str(d.get("why", "")), bool(d.get("resolves", False)))
@@ -100,21 +149,89 @@ class JudgmentLog:
         """Check, then append one judgment durably (one write of the whole line, fsynced)."""
         j = Judgment(str(query), str(document), int(grade), grader, time.time(), why, resolves)
         self._check(j, where=str(self.path))
-        line = (json.dumps(asdict(j), ensure_ascii=False) + "\n").encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.torn:   # drop a torn last line before appending after it
-            self._rewrite()
-        with open(self.path, "ab") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        self._append([(json.dumps(asdict(j), ensure_ascii=False) + "\n").encode()])
         self.entries.append(j)
         return j
 
+    def _append(self, lines: Sequence[bytes]) -> None:
+        """Append whole lines under the exclusive lock, fsynced (one ``write`` per line)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.locked():
+            if self.path.exists():
+                raw = self.path.read_bytes()
+                if raw and not raw.endswith(b"\n"):   # a torn last line: set it aside first
+                    self._read()
+                    self._rewrite()
+            with open(self.path, "ab") as f:
+                for line in lines:
+                    f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+
     def _rewrite(self) -> None:
         text = "".join(json.dumps(asdict(j), ensure_ascii=False) + "\n" for j in self.entries)
+        text += "".join(json.dumps({"claim": True, **asdict(c)}, ensure_ascii=False) + "\n"
+                        for c in self.claims)
         write_text(self.path, text)
         self.torn = []
+
+    def claim(self, pairs: Iterable[tuple[str, str]], grader: str) -> list[Claim]:
+        """Claim ``pairs`` for ``grader`` (see the module docstring); the caller holds
+        :meth:`locked` around its check and this call when graders work at once."""
+        now = time.time()
+        cs = [Claim(str(q), str(d), grader, now) for q, d in pairs]
+        if not cs:
+            return cs
+        lines = [(json.dumps({"claim": True, **asdict(c)}, ensure_ascii=False) + "\n").encode()
+                 for c in cs]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as f:   # under the caller's lock (flock is per open file)
+            for line in lines:
+                f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        self.claims += cs
+        return cs
+
+    def claimed_by_others(self, grader: str, now: float | None = None) -> set[tuple[str, str]]:
+        """Pairs another grader claimed less than :data:`CLAIM_TTL` ago and has not graded."""
+        now = time.time() if now is None else now
+        graded = {(j.query, j.document, j.grader) for j in self.entries}
+        return {(c.query, c.document) for c in self.claims
+                if c.grader != grader and now - c.time < CLAIM_TTL
+                and (c.query, c.document, c.grader) not in graded}
+
+    def graders(self) -> dict[tuple[str, str], set[str]]:
+        """(query, document) -> the graders who graded it."""
+        out: dict[tuple[str, str], set[str]] = {}
+        for j in self.entries:
+            out.setdefault((j.query, j.document), set()).add(j.grader)
+        return out
+
+    def agreement(self) -> pd.DataFrame:
+        """Cohen's kappa between every two graders on the pairs both graded (each grader's
+        first grade of a pair; scikit-learn's ``cohen_kappa_score``): graders, pairs, observed
+        agreement, kappa (NaN where one grader gave a single grade to every shared pair)."""
+        from sklearn.metrics import cohen_kappa_score
+
+        first: dict[str, dict[tuple[str, str], int]] = {}
+        for j in self.entries:
+            if not j.resolves:
+                first.setdefault(j.grader, {}).setdefault((j.query, j.document), j.grade)
+        names, rows = sorted(first), []
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                shared = sorted(set(first[a]) & set(first[b]))
+                if not shared:
+                    continue
+                x = [first[a][k] for k in shared]
+                y = [first[b][k] for k in shared]
+                agree = sum(p == q for p, q in zip(x, y, strict=True)) / len(shared)
+                kappa = float("nan") if len(set(x) | set(y)) < 2 else \
+                    float(cohen_kappa_score(x, y))
+                rows.append({"grader_a": a, "grader_b": b, "pairs": len(shared),
+                             "agreement": agree, "kappa": kappa})
+        return pd.DataFrame(rows, columns=["grader_a", "grader_b", "pairs", "agreement", "kappa"])
 
     def resolve(self, query: str, document: str, grade: int, grader: str) -> Judgment:
         """A person's answer to a conflict: appended, marked, and from then on the pair's grade."""

@@ -25,13 +25,14 @@ import pandas as pd
 
 from ..core.errors import InputError
 from ..core.evaluation import evaluate
+from ..core.parallel import process_imap
 from ..core.progress import progress
 from ..core.store import results_dir, write_figure, write_json, write_text
 from ..data.datasets import load_dataset
 from ..fusion.config import Config
 from ..judging.contest import Contest
 from ..judging.decide import METHODS, Prior
-from ..judging.judges import QrelsJudge
+from ..judging.judges import NoisyJudge, QrelsJudge
 from ..judging.log import JudgmentLog
 from ..results.dataset import load_result
 from ..systems.registry import get_system
@@ -44,6 +45,8 @@ SPECS = ("bm25", "fts5", "dense")   # free fusion's streams: the suite's
 BUDGETS = (0, 25, 50, 100, 200, 400)
 ALTERNATIVES = 2      # strong alternatives beside the suite's change (see alternatives())
 RIGHT_TOL = 0.005     # a decision within this much nDCG@10 of the better candidate is right
+LOSS_TOL = 0.01       # a decision that loses more than this against the current constants loses
+KAPPAS = (0.6,)       # the noisy judges of the simulation table (assessors: kappa 0.5-0.65)
 METRIC = "nDCG@10"
 
 
@@ -209,20 +212,23 @@ def fused_candidates(cands: Candidates, dataset, split: str,
 
 
 def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[int] = BUDGETS,
-                      method: str = "mtc", seed: int = 0, log_dir: str | Path | None = None,
+                      method: str = "sample", seed: int = 0, log_dir: str | Path | None = None,
                       log: Callable[[str], None] = _quiet, system: str | None = None,
-                      settings: dict | None = None) -> list[dict]:
-    """One row per budget (see the module docstring): the decision with that many judgments."""
+                      settings: dict | None = None, kappa: float | None = None) -> list[dict]:
+    """One row per budget (see the module docstring): the decision with that many judgments;
+    ``kappa``: a noisy simulated judge (:class:`~rrfbench.judging.judges.NoisyJudge`) instead
+    of the qrels' own grades."""
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
     cands = candidates(suite, dataset.name, system, settings)
     qrels = dataset.qrels(protocol.eval_split)       # read by the judge and, at the end, the grader
     queries = sorted(qrels.qids)
     contest = fused_candidates(cands, dataset, protocol.eval_split, log, queries)
-    order = contest.order(method, seed)
     max_grade = int(max(qrels.df.relevance.max(), 1))
-    judge = QrelsJudge(qrels)
-    stem = f"{dataset.name}.{system}.{method}" if system else f"{dataset.name}.{method}"
+    judge = QrelsJudge(qrels) if kappa is None else NoisyJudge(
+        qrels, kappa, _marginal(contest, qrels), seed)
+    tag = "" if kappa is None else f".kappa{kappa:g}"
+    stem = f"{dataset.name}.{system}.{method}{tag}" if system else f"{dataset.name}.{method}{tag}"
     path = Path(log_dir or results_dir() / "judging" / "logs") / f"{stem}.jsonl"
     if path.exists():
         path.unlink()                                   # a simulation starts from no judgments
@@ -230,15 +236,28 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
     truth = {lab: evaluate(run, qrels, [METRIC])[METRIC] for lab, run in contest.runs.items()}
     best = max(truth.values())
     cur, chg = contest.current, contest.change
-    out, done = [], 0
+    out, asked = [], {}
+    fixed = None if method == "sample" else contest.order(method, seed)
+    advice = None
     for budget in sorted(budgets):
-        for row in order.iloc[done:budget].itertuples():
-            jl.add(row.qid, row.docid, judge.grade(row.qid, row.docid), judge.name, why=row.why)
-        done = max(done, min(budget, len(order)))
-        v = contest.verdict(jl.grades() if done else {}, max_grade)
-        est, post = v.estimate, v.posterior
+        order = contest.order(method, seed, budget) if fixed is None else fixed
+        for row in order.iloc[:budget].itertuples():
+            key = (row.qid, row.docid)
+            if key not in asked:
+                asked[key] = judge.grade(row.qid, row.docid)
+                jl.add(row.qid, row.docid, asked[key], judge.name, why=row.why)
+        judged = {(q, d): asked[(q, d)] for q, d in
+                  zip(order.qid[:budget], order.docid[:budget], strict=True)}
+        v = contest.verdict(judged, max_grade, method)
+        est, post, ht = v.estimate, v.posterior, v.sampled
+        loss = truth[cur] - truth[v.chosen]
+        right = bool(best - truth[v.chosen] <= RIGHT_TOL)
+        if advice is None:                      # the smallest budget: 0, the advice alone
+            advice = (loss, right) if budget == 0 else (float("nan"), False)
         out.append({
-            "collection": dataset.name, "method": method, "budget": budget, "judgments": done,
+            "collection": dataset.name, "system": system or "free fusion", "method": method,
+            "judge": "qrels" if kappa is None else f"kappa {kappa:g}",
+            "budget": budget, "judgments": len(judged),
             "decision": v.chosen, "current": cur, "take_change": v.take_change,
             "took": "current" if v.chosen == cur else "change" if v.chosen == chg else "alternative",
             "prior_take_change": cands.prior_take, "prior": cands.source, "why": v.why,
@@ -246,6 +265,8 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
             "se_dcg10": None if est is None else round(est.se, 6),
             "estimate_ndcg10": None if est is None else round(est.ndcg, 6),
             "se_ndcg10": None if est is None else round(est.ndcg_se, 6),
+            "unbiased_dcg10": None if ht is None or not ht.sampled else round(ht.mean, 6),
+            "unbiased_se_dcg10": None if ht is None or not ht.sampled else round(ht.se, 6),
             "posterior_gain": round(post[0], 6), "posterior_sd": round(post[1], 6),
             "stop": v.settled,
             "settled": bool(est is not None and est.settled),
@@ -254,14 +275,41 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
             "ndcg10_current": round(truth[cur], 6), "ndcg10_change": round(truth[chg], 6),
             "ndcg10_best_alternative": round(max((truth[a] for a in contest.alternatives),
                                                  default=float("nan")), 6),
+            "dcg10_true_change": round(_true_dcg_difference(contest, qrels, cur, chg), 6),
             "ndcg10_decision": round(truth[v.chosen], 6),
-            "right": bool(best - truth[v.chosen] <= RIGHT_TOL),
+            "right": right,
             "right_of_two": bool(max(truth[cur], truth[chg]) - truth[v.chosen] <= RIGHT_TOL),
             "regret": round(best - truth[v.chosen], 6),
-            "loss_vs_current": round(truth[cur] - truth[v.chosen], 6),
+            "loss_vs_current": round(loss, 6),
+            "loses": bool(loss > LOSS_TOL),
+            "caused_loss": bool(loss > LOSS_TOL and loss > advice[0] + 1e-12),
+            "harm": bool(advice[1] and not right),
             "pairs_that_matter": int(len(contest.order("mtc"))),
         })
     return out
+
+
+def _marginal(contest: Contest, qrels) -> dict[int, float]:
+    """The qrels' grades on the pairs that could be asked (what a noisy judge draws from)."""
+    g = {(str(q), str(d)): int(r) for q, d, r in
+         zip(qrels.df.qid, qrels.df.docid, qrels.df.relevance, strict=True)}
+    u = contest.order("mtc")
+    counts: dict[int, float] = {}
+    for key in zip(u.qid, u.docid, strict=True):
+        r = max(g.get(key, 0), 0)
+        counts[r] = counts.get(r, 0.0) + 1.0
+    return counts or {0: 1.0}
+
+
+def _true_dcg_difference(contest: Contest, qrels, a: str, b: str) -> float:
+    """The mean DCG@10 difference ``b - a`` under the full qrels (what the unbiased estimate
+    estimates)."""
+    g = {(str(q), str(d)): max(int(r), 0) for q, d, r in
+         zip(qrels.df.qid, qrels.df.docid, qrels.df.relevance, strict=True)}
+    t = contest.comparison(a, b).table
+    y = [gr * dl for gr, dl in zip((g.get(k, 0) for k in zip(t.qid, t.docid, strict=True)),
+                                   t.delta, strict=True)]
+    return float(np.sum(y)) / max(len(contest.queries), 1)
 
 
 def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, method: str = "mtc",
@@ -279,46 +327,112 @@ def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, meth
     if ds is None:
         ds = load_dataset(name)
         pr = choose_protocol(ds.splits)
-    return simulate_decision(ds, pr, suite, [budget], method, log=log, system=system,
-                             settings=settings)[0]
+    return simulate_decision(ds, pr, suite, sorted({0, budget}), method, log=log, system=system,
+                             settings=settings)[-1]
 
 
 def simulation_table(suite: str = "en", budgets: Sequence[int] = BUDGETS,
                      methods: Sequence[str] = METHODS, out: str | Path | None = None,
-                     log: Callable[[str], None] = _quiet, system: str | None = None) -> pd.DataFrame:
-    """Every collection x method x budget; writes ``results/judging/<suite>/`` (with
-    ``system``: ``results/judging/<suite>/systems/<system>/``): simulation.csv, summary.json,
+                     log: Callable[[str], None] = _quiet, system: str | None = None,
+                     kappas: Sequence[float] = KAPPAS) -> pd.DataFrame:
+    """Every collection x method x budget, and the default method with each noisy judge of
+    ``kappas``; writes ``results/judging/<suite>/`` (with ``system``:
+    ``results/judging/<suite>/systems/<system>/``): simulation.csv, summary.json,
     simulation.png and report.md."""
     members = suite_members(suite)
     rows = []
     tmp = Path(out or results_dir() / "judging" / suite / (f"systems/{system}" if system else ""))
-    for ds, pr in progress(members, desc=f"judging simulation ({suite})", unit="collection"):
+    for ds, pr in progress(members, desc=f"judging simulation ({suite}, {system or 'free fusion'})",
+                           unit="collection"):
         for m in methods:
             rows += simulate_decision(ds, pr, suite, budgets, m, log_dir=tmp / "logs", log=log,
                                       system=system)
+        for kappa in kappas:
+            rows += simulate_decision(ds, pr, suite, budgets, METHODS[0], log_dir=tmp / "logs",
+                                      log=log, system=system, kappa=kappa)
     t = pd.DataFrame(rows)
     summary = simulation_summary(t)
     out = tmp
     out.mkdir(parents=True, exist_ok=True)
-    keep = [c for c in t.columns if c not in ("judged_at_10", "prior", "why", "alternatives")]
-    write_text(out / "simulation.csv", t[keep].to_csv(index=False, float_format="%.4f"))
+    write_text(out / "simulation.csv", _csv(t))
     write_json(out / "summary.json", summary.round(4).to_dict("records"))
     _plot(summary, out / "simulation.png", suite)
     write_text(out / "report.md", _report(t, summary, suite, system))
     return t
 
 
+def _csv(t: pd.DataFrame) -> str:
+    keep = [c for c in t.columns if c not in ("judged_at_10", "prior", "why", "alternatives")]
+    return t[keep].to_csv(index=False, float_format="%.4f")
+
+
 def simulation_summary(t: pd.DataFrame) -> pd.DataFrame:
-    """Per method and budget: decisions right among all the candidates (of how many), right
-    between the first two (the current constants and the suite's change), mean regret, the
-    worst loss against the current constants, alternatives taken, judgments used on average."""
+    """Per judge, method and budget: decisions right among all the candidates (of how many),
+    right between the first two (the current constants and the suite's change), mean regret,
+    the worst loss against the current constants, decisions that lose more than
+    :data:`LOSS_TOL` against them (``loses``), those whose loss the judgments caused (the
+    advice alone lost less: ``caused``), right advice-alone decisions the judgments made wrong
+    (``harmed``), alternatives taken, judgments used on average."""
     t = t.assign(alternative=t.took == "alternative")
-    return (t.groupby(["method", "budget"])
+    if "judge" not in t:
+        t = t.assign(judge="qrels")
+    return (t.groupby(["judge", "method", "budget"], sort=True)
             .agg(right=("right", "sum"), of=("right", "size"),
                  right_of_two=("right_of_two", "sum"), mean_regret=("regret", "mean"),
-                 worst_loss=("loss_vs_current", "max"), alternatives=("alternative", "sum"),
-                 judgments=("judgments", "mean"))
+                 worst_loss=("loss_vs_current", "max"), loses=("loses", "sum"),
+                 caused=("caused_loss", "sum"), harmed=("harm", "sum"),
+                 alternatives=("alternative", "sum"), judgments=("judgments", "mean"))
             .reset_index())
+
+
+def every_system(suite: str = "en") -> list[str | None]:
+    """Free fusion (``None``), the studied systems and every engine mode with a suite result."""
+    from ..systems import engines, presets
+
+    names = [None, *presets.PRESETS]
+    names += [n for n in engines.SPACES if (transfer_dir(suite) / "engines" / n / "best.json").exists()]
+    return names
+
+
+def simulation_all(suite: str = "en", budgets: Sequence[int] = BUDGETS,
+                   methods: Sequence[str] = METHODS, kappas: Sequence[float] = KAPPAS,
+                   systems: Sequence[str | None] | None = None,
+                   log: Callable[[str], None] = _quiet) -> pd.DataFrame:
+    """:func:`simulation_table` for free fusion, the studied systems and the engine modes, and
+    the table over all of them: ``results/judging/<suite>/all/`` (simulation.csv, summary.json,
+    by_system.csv, report.md)."""
+    systems = every_system(suite) if systems is None else systems
+    jobs = [(suite, tuple(budgets), tuple(methods), None, _quiet, s, tuple(kappas))
+            for s in systems]
+    parts = list(progress(process_imap(simulation_table, jobs), total=len(jobs),
+                          desc="judging simulation: every fusion", unit="fusion"))
+    t = pd.concat(parts, ignore_index=True)
+    out = results_dir() / "judging" / suite / "all"
+    out.mkdir(parents=True, exist_ok=True)
+    summary = simulation_summary(t)
+    write_text(out / "simulation.csv", _csv(t))
+    write_json(out / "summary.json", summary.round(4).to_dict("records"))
+    by = _by_system(t)
+    write_text(out / "by_system.csv", by.to_csv(index=False, float_format="%.4f"))
+    write_text(out / "report.md", _report_all(t, summary, by, suite))
+    return t
+
+
+def _by_system(t: pd.DataFrame, method: str = METHODS[0], budget: int = 200) -> pd.DataFrame:
+    """Per fusion, for the default method and the qrels' judge: right at 0 and at ``budget``."""
+    g = t[(t.method == method) & (t.judge == "qrels")]
+    rows = []
+    for name, h in g.groupby("system", sort=False):
+        a, z = h[h.budget == budget], h[h.budget == 0]
+        rows.append({"system": name, "collections": len(z), "right_advice": int(z.right.sum()),
+                     f"right_{budget}": int(a.right.sum()),
+                     "right_of_two_advice": int(z.right_of_two.sum()),
+                     f"right_of_two_{budget}": int(a.right_of_two.sum()),
+                     "loses_any_budget": int(h.loses.sum()),
+                     "caused_any_budget": int(h.caused_loss.sum()),
+                     "harmed_any_budget": int(h.harm.sum()),
+                     f"worst_loss_{budget}": float(a.loss_vs_current.max())})
+    return pd.DataFrame(rows)
 
 
 def _plot(summary: pd.DataFrame, path: Path, suite: str) -> None:
@@ -327,19 +441,46 @@ def _plot(summary: pd.DataFrame, path: Path, suite: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    for m, g in summary.groupby("method"):
-        axes[0].plot(g.budget, g.right / g["of"], marker="o", label=m)
-        axes[1].plot(g.budget, g.mean_regret, marker="o", label=m)
+    for (judge, m), g in summary.groupby(["judge", "method"]):
+        label = m if judge == "qrels" else f"{m}, judge {judge}"
+        style = "-" if judge == "qrels" else ":"
+        axes[0].plot(g.budget, g.right / g["of"], style, marker="o", label=label)
+        axes[1].plot(g.budget, g.mean_regret, style, marker="o", label=label)
     axes[0].set(xlabel="judgments per collection", ylabel="share of decisions right",
                 title=f"suite {suite}: decision right", ylim=(0, 1.05))
     axes[1].set(xlabel="judgments per collection", ylabel="mean regret (nDCG@10)",
                 title="regret")
-    axes[0].legend()
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     write_figure(path, fig)
     plt.close(fig)
+
+
+_RULES = ("The decision with judgments, for `sample` (the default): the pairs are a priority "
+          "sample (probability proportional to what a grade moves the DCG@10 difference, times "
+          "the square root of the best discount a candidate gives the document), half the "
+          "budget on the current constants against the suite's change first; each comparison's "
+          "mean DCG@10 difference is estimated by Horvitz-Thompson, unbiased whatever was judged "
+          "(rrfbench/judging/sampling.py); the suite's advice stands unless the one-sided 95% "
+          "bound of that estimate contradicts it, and an alternative is taken only when its "
+          "bound clears 0 against the current constants and against the decision so far "
+          "(Bonferroni over the alternatives; rrfbench/judging/contest.py). For `mtc`, `pool` "
+          "and `random` (the baselines, as before): the judged-only estimate (unjudged documents "
+          "not relevant) and the prior combined by their precisions, the change taken when the "
+          "posterior gain is above 0, alternatives when the posterior puts 95% on them.")
+
+
+def _summary_lines(summary: pd.DataFrame) -> list[str]:
+    lines = ["| judge | method | budget | right | right of two | mean regret | worst loss vs "
+             f"current | loses > {LOSS_TOL} | caused by judgments | right advice made wrong "
+             "| alternatives taken |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in summary.itertuples():
+        lines.append(f"| {r.judge} | {r.method} | {r.budget} | {r.right} of {r.of} | "
+                     f"{r.right_of_two} of {r.of} | {r.mean_regret:.4f} | {r.worst_loss:+.4f} | "
+                     f"{r.loses} | {r.caused} | {r.harmed} | {r.alternatives} |")
+    return lines
 
 
 def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str, system: str | None = None) -> str:
@@ -348,44 +489,59 @@ def _report(t: pd.DataFrame, summary: pd.DataFrame, suite: str, system: str | No
              "", f"Per collection: the current constants ({current}) against the change "
              "the suite selected on the other collections, then up to "
              f"{ALTERNATIVES} strong alternatives (the other collections' own selections with the "
-             "largest mean gain on the rest, the transfer matrix; none is taken without a "
-             "judgment that favours it); the prior is the suite's decision "
-             "made without the collection; a simulated judge answers from the real qrels, which "
+             "largest mean gain on the rest, the transfer matrix); the prior is the suite's "
+             "decision made without the collection; a simulated judge answers from the real "
+             "qrels (or, in the `kappa` rows, disagrees with them at that Cohen's kappa), which "
              "nothing else reads until the decision is graded (right: the best of all the "
              f"candidates under nDCG@10, or within {RIGHT_TOL}; right of two: the better of the "
-             "current constants and the change).", "",
-             "| method | budget | right | right of two | mean regret | worst loss vs current "
-             "| alternatives taken |",
-             "|---|---|---|---|---|---|---|"]
-    for r in summary.itertuples():
-        lines.append(f"| {r.method} | {r.budget} | {r.right} of {r.of} | {r.right_of_two} of "
-                     f"{r.of} | {r.mean_regret:.4f} | {r.worst_loss:+.4f} | {r.alternatives} |")
-    lines += ["", "The decision with judgments: the prior (the mean and spread of the suite's LOCO "
-              "gains on the other collections) and the judged nDCG@10 difference (the judged "
-              "DCG@10 differences over the mean ideal DCG@10 built from the judged grades; "
-              "unjudged documents not relevant; standard error floored at 0.005) combined by "
-              "their precisions; the change is taken when the posterior gain is above 0; with "
-              "no relevant judgment where the rankings differ, the suite's rule stands "
-              "(rrfbench/judging/decide.py); each alternative then challenges the winner by the "
-              "same update on the documents the two rank differently, and wins only when the "
-              "posterior puts 95% on it being better (rrfbench/judging/contest.py).", "",
-              "How often the judged estimate's sign agrees with the nDCG@10 difference under the "
-              "full qrels (differences within 0.005 count as agreeing):", "",
-              "| method | " + " | ".join(str(b) for b in sorted(t.budget.unique()) if b) + " |",
-              "|---|" + "---|" * int((t.budget.unique() > 0).sum())]
-    for m, g in t[t.budget > 0].groupby("method"):
+             "current constants and the change; loses: more than "
+             f"{LOSS_TOL} nDCG@10 below the current constants; caused: it loses and the advice "
+             "alone lost less; right advice made wrong: the advice alone was right and the "
+             "decision is not). These figures are in-sample for the rules' design: the rules "
+             "were written knowing these collections (docs/judging.md).", "",
+             *_summary_lines(summary), "", _RULES, "",
+             "How often the estimate's sign agrees with the truth where the two differ by more "
+             f"than {RIGHT_TOL} nDCG@10 (judged-only estimate for the baselines, the unbiased "
+             "DCG@10 estimate for `sample`):", "",
+             "| judge | method | " + " | ".join(str(b) for b in sorted(t.budget.unique()) if b) + " |",
+             "|---|---|" + "---|" * int((t.budget.unique() > 0).sum())]
+    judge_col = t["judge"] if "judge" in t else pd.Series("qrels", index=t.index)
+    for (j, m), g in t[t.budget > 0].groupby([judge_col[t.budget > 0], "method"]):
         true = g.ndcg10_change - g.ndcg10_current
-        ok = (true.abs() <= RIGHT_TOL) | ((g.estimate_ndcg10 > 0) == (true > 0))
+        est = g.unbiased_dcg10.fillna(0.0) if m == "sample" else g.estimate_ndcg10
+        ok = (true.abs() <= RIGHT_TOL) | ((est > 0) == (true > 0))
         per = ok.groupby(g.budget).agg(["sum", "size"])
-        lines.append(f"| {m} | " + " | ".join(f"{int(a)} of {int(b)}" for a, b in
-                                              zip(per["sum"], per["size"], strict=True)) + " |")
+        lines.append(f"| {j} | {m} | " + " | ".join(f"{int(a)} of {int(b)}" for a, b in
+                                                    zip(per["sum"], per["size"], strict=True)) + " |")
     lines += ["", "![decision right and regret against budget](simulation.png)", ""]
     return "\n".join(lines) + "\n"
 
 
-def headline(summary: pd.DataFrame, method: str = "mtc", budget: int = 200) -> str:
-    s = summary.set_index(["method", "budget"])
-    a, z = s.loc[(method, budget)], s.loc[(method, 0)]
-    return (f"with {budget} judgments ({method}), the decision was right on {int(a.right)} of "
-            f"{int(a['of'])} collections (the suite's advice alone: {int(z.right)} of {int(z['of'])})")
+def _report_all(t: pd.DataFrame, summary: pd.DataFrame, by: pd.DataFrame, suite: str) -> str:
+    n_sys = t.system.nunique()
+    lines = [f"# Deciding with a few judgments: every fusion of suite {suite}", "",
+             f"Free fusion, the studied systems and the engine modes ({n_sys} fusions) on each "
+             "collection of the suite, every selection method and budget, and the default method "
+             "with a noisy judge; per fusion: `results/judging/" + suite + "/systems/<name>/`. "
+             "In-sample: the rules were designed knowing these collections.", "",
+             f"**{headline(summary)}**", "", *_summary_lines(summary), "", _RULES, "",
+             f"Per fusion ({METHODS[0]}, the qrels' judge, 200 judgments against the advice "
+             "alone; loses, caused and harmed counted over every budget):", "",
+             "| fusion | collections | right (advice) | right (200) | right of two (advice) | "
+             "right of two (200) | loses | caused | harmed | worst loss (200) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in by.itertuples():
+        lines.append(f"| {r.system} | {r.collections} | {r.right_advice} | {r.right_200} | "
+                     f"{r.right_of_two_advice} | {r.right_of_two_200} | {r.loses_any_budget} | "
+                     f"{r.caused_any_budget} | {r.harmed_any_budget} | {r.worst_loss_200:+.4f} |")
+    return "\n".join(lines) + "\n"
 
+
+def headline(summary: pd.DataFrame, method: str = METHODS[0], budget: int = 200,
+             judge: str = "qrels") -> str:
+    s = summary.set_index(["judge", "method", "budget"])
+    a, z = s.loc[(judge, method, budget)], s.loc[(judge, method, 0)]
+    return (f"with {budget} judgments ({method}), the decision was right on {int(a.right)} of "
+            f"{int(a['of'])} cases and lost more than {LOSS_TOL} nDCG@10 against the current "
+            f"constants on {int(a.loses)} ({int(a.caused)} caused by the judgments); the suite's "
+            f"advice alone: right on {int(z.right)} of {int(z['of'])}, losing on {int(z.loses)}")

@@ -65,12 +65,23 @@ class Session:
     candidates: Candidates
     contest: Contest
     log: JudgmentLog
-    method: str = "mtc"
+    method: str = "sample"
     batch: int = 10
     budget: int = 200
+    grader: str = "person"
+    overlap: float = 0.0     # share of pairs put to a second grader (agreement)
 
     def __post_init__(self):
-        self.order = self.contest.order(self.method)
+        if not 0.0 <= self.overlap <= 1.0:
+            raise InputError(f"--overlap: {self.overlap} is not a share between 0 and 1")
+        self.order = self.contest.order(self.method, budget=self.budget)
+        self._overlap = set()
+        if self.overlap > 0:
+            from ..judging.sampling import uniforms
+
+            u = uniforms(self.order.qid.tolist(), self.order.docid.tolist(), "overlap")
+            self._overlap = {k for k, x in zip(zip(self.order.qid, self.order.docid, strict=False), u, strict=False)
+                             if x <= self.overlap}
         self._queries = dict(zip(self.dataset.queries.qid, self.dataset.queries.text, strict=True))
         c = self.dataset.corpus
         self._docs = {d: f"{t}\n{x}".strip() if t else x
@@ -78,15 +89,33 @@ class Session:
 
     # ---------------------------------------------------------------- what to judge
     def pending(self, skip: set | None = None) -> pd.DataFrame:
-        """The pairs still to judge, in order, within the budget (skipped ones left out)."""
+        """The pairs still to put to this session's grader, in order: those nobody graded,
+        within the budget, and (with ``overlap``) the overlap's pairs one other grader graded;
+        none another grader holds a claim on, none skipped."""
         done = self.log.grades()
+        by = self.log.graders()
+        held = self.log.claimed_by_others(self.grader)
         room = max(self.budget - len(done), 0)
         keys = list(zip(self.order.qid, self.order.docid, strict=True))
-        mask = [k not in done and k not in (skip or set()) for k in keys]
-        return self.order[mask].head(room).reset_index(drop=True)
+        fresh, again = [], []
+        for i, k in enumerate(keys):
+            if k in held or k in (skip or set()):
+                continue
+            if k not in done:
+                fresh.append(i)
+            elif k in self._overlap and len(by.get(k, ())) == 1 and self.grader not in by[k]:
+                again.append(i)
+        rows = sorted(fresh[:room] + again)
+        return self.order.iloc[rows].reset_index(drop=True)
 
     def next_batch(self, skip: set | None = None) -> pd.DataFrame:
-        return self.pending(skip).head(self.batch)
+        """The next batch, claimed for this session's grader under the log's lock (two
+        sessions on one log are never given the same pair, see :mod:`rrfbench.judging.log`)."""
+        with self.log.locked():
+            self.log._read() if self.log.path.exists() else None
+            batch = self.pending(skip).head(self.batch)
+            self.log.claim(zip(batch.qid, batch.docid, strict=True), self.grader)
+        return batch
 
     def query_text(self, qid: str) -> str:
         return self._queries.get(qid, "")
@@ -97,11 +126,11 @@ class Session:
     # ---------------------------------------------------------------- where it stands
     def estimate(self) -> Estimate | None:
         """The judged difference between the current constants and the suite's change."""
-        return self.contest.verdict(self.log.grades(), max(self.log.scale)).estimate
+        return self.contest.verdict(self.log.grades(), max(self.log.scale), self.method).estimate
 
     def status(self) -> dict:
-        v = self.contest.verdict(self.log.grades(), max(self.log.scale))
-        est, (m, sd) = v.estimate, v.posterior
+        v = self.contest.verdict(self.log.grades(), max(self.log.scale), self.method)
+        est, (m, sd), ht = v.estimate, v.posterior, v.sampled
         return {"collection": self.dataset.name, "split": self.split,
                 "ignore_identical_ids": self.dataset.ignore_identical_ids,
                 "decision": v.chosen, "current": self.contest.current,
@@ -110,6 +139,9 @@ class Session:
                 "judgments": len(self.log.grades()),
                 "posterior_gain": round(m, 6), "posterior_sd": round(sd, 6),
                 "estimate_ndcg10": None if est is None else round(est.ndcg, 6),
+                "method": self.method,
+                "unbiased_dcg10": None if ht is None or not ht.sampled else round(ht.mean, 6),
+                "unbiased_se_dcg10": None if ht is None or not ht.sampled else round(ht.se, 6),
                 "judged_at_10": None if est is None else {k: round(x, 4) for k, x in
                                                           est.judged_at_10.items()},
                 "challenges": v.challenges,
@@ -120,9 +152,10 @@ class Session:
 
 def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = None,
                  log_path: str | Path | None = None, scale: Sequence[int] = (0, 1),
-                 method: str = "mtc", batch: int = 10, budget: int = 200,
+                 method: str = "sample", batch: int = 10, budget: int = 200,
                  log: Callable[[str], None] = _quiet, system: str | None = None,
-                 settings: dict | None = None) -> Session:
+                 settings: dict | None = None, grader: str = "person",
+                 overlap: float = 0.0) -> Session:
     """A judging session on ``dataset`` (a name or a BEIR folder): its runs are retrieved or
     read from the cache; ``split``: the queries to judge (default: every query); ``system``:
     a studied system or engine mode whose shipped knobs (``settings`` over them) are the
@@ -140,7 +173,7 @@ def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = 
     cands = candidates(suite, ds.name, system, settings)
     contest = fused_candidates(cands, ds, split, log)
     jl = JudgmentLog(log_path or default_log(ds.name), ds.queries.qid, ds.corpus.docid, scale)
-    return Session(ds, split, cands, contest, jl, method, batch, budget)
+    return Session(ds, split, cands, contest, jl, method, batch, budget, grader, overlap)
 
 
 # --------------------------------------------------------------------------- the terminal
@@ -172,9 +205,10 @@ def _status_line(s: dict) -> str:
 
 
 def judge_terminal(session: Session, read: Callable[[str], str] = input,
-                   write: Callable[[str], None] = print, grader: str = "person (terminal)") -> dict:
+                   write: Callable[[str], None] = print, grader: str | None = None) -> dict:
     """Ask pair after pair until the decision is settled, the budget is spent, or the person
     stops (``q``, end of input, Ctrl-C); returns the final :meth:`Session.status`."""
+    grader = grader or session.grader
     scale = session.log.scale
     skipped: set = set()
     history: list[tuple[str, str]] = []
@@ -256,10 +290,11 @@ def write_sheet(session: Session, out: str | Path) -> Path:
     return Path(out)
 
 
-def import_sheet(session: Session, path: str | Path, grader: str = "person (sheet)") -> dict:
+def import_sheet(session: Session, path: str | Path, grader: str | None = None) -> dict:
     """Read a filled sheet back into the log: every row checked before any is appended (one
     line naming file, line and problem); an empty grade is a skip; a pair already graded the
     same is not recorded twice; a different grade is recorded as a conflict."""
+    grader = grader or session.grader
     path = Path(path)
     lines = read_text(path).split("\n")
     reader = csv.reader(lines, delimiter="\t")

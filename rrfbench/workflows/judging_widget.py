@@ -37,9 +37,9 @@ def _widgets():
 class JudgingWidget:
     """The judging widget of one session (see the module docstring); display ``.ui``."""
 
-    def __init__(self, session: Session, grader: str = "person (notebook)"):
+    def __init__(self, session: Session, grader: str | None = None):
         w = _widgets()
-        self.session, self.grader = session, grader
+        self.session, self.grader = session, grader or session.grader
         self.skipped: set = set()
         self.history: list[tuple[str, str]] = []
         self.correcting: tuple[str, str] | None = None
@@ -146,7 +146,7 @@ class JudgingWidget:
         return bundle
 
 
-def judging_widget(session: Session, grader: str = "person (notebook)"):
+def judging_widget(session: Session, grader: str | None = None):
     """The widget's ``ui`` for ``session`` (``display`` it in a notebook)."""
     return JudgingWidget(session, grader).ui
 
