@@ -34,7 +34,7 @@ from .outputs.report import cells
 from .results.dataset import load_result
 from .results.values import WHICH
 from .systems.engines import ENGINES, spaces_of
-from .systems.registry import get_system
+from .systems.registry import get_system, using_streams
 from .tuning.selection import DEFAULT_RULE, OBJECTIVES, RULES
 from .workflows import regress as R
 from .workflows.commands import (
@@ -346,6 +346,9 @@ def adapt(
     _render(so.view())
 
 
+Streams = Annotated[list[str], typer.Option("--stream", help="a studied system's or engine mode's role from your own stream, role=spec (repeatable), e.g. keyword=run:fts.trec, dense=vectors:emb.parquet; roles: the system's own names, or dense / keyword")]
+
+
 @app.command()
 def judge(
     dataset: Annotated[str, typer.Argument(help="the collection to decide for: a name or a BEIR folder (with --all: ignored)")] = None,
@@ -363,6 +366,8 @@ def judge(
     qrels_out: Annotated[Path, typer.Option("--qrels-out", help="also write the judgments as BEIR qrels (query-id, corpus-id, score)")] = None,
     preset: Annotated[str, typer.Option("--preset", "-p", help="a studied system or engine mode: its shipped knobs against what the suite selects for it (default: free fusion, RRF k=60)")] = None,
     param: Annotated[list[str], typer.Option("--set", help="with -p: your current knob=value (repeatable)")] = None,
+    stream: Streams = None,
+    current: Annotated[str, typer.Option("--current", help="free fusion: the fusion you run today, as rrfbench labels it, e.g. 'rrf k=60 w=0,0.3,0.7' (streams bm25, fts5, dense)")] = None,
     systems: Annotated[bool, typer.Option("--systems", help="with --simulate --all: free fusion, every studied system and every engine mode, and the table over all of them (results/judging/<suite>/all/)")] = False,
     grader: Annotated[str, typer.Option("--grader", help="who is grading (recorded with each judgment; several graders may judge one log at once)")] = "person",
     overlap: Annotated[float, typer.Option("--overlap", help="share of pairs also put to a second grader, for agreement (e.g. 0.1)")] = 0.0,
@@ -374,6 +379,18 @@ def judge(
     (--sheet, then --import); --simulate grades the decision with a collection's own qrels."""
     if agreement:
         return _agreement(dataset, log_path, as_json)
+    if stream and not preset:
+        raise InputError("--stream: the roles of a studied system or engine mode; give -p SYSTEM")
+    with using_streams(stream):
+        return _judge(dataset, simulate, budget, method, suite, every, sheet, import_, batch,
+                      scale, split, log_path, qrels_out, preset, param, current, systems, grader,
+                      overlap, as_json)
+
+
+def _judge(dataset, simulate, budget, method, suite, every, sheet, import_, batch, scale, split,
+           log_path, qrels_out, preset, param, current, systems, grader, overlap, as_json):
+    if preset:
+        get_system(preset)                       # a wrong -p or --stream: one line, first
     settings = get_system(preset).parse_settings(param) if preset and param else (
         {"_": param} if param else None)
     if systems and not every:
@@ -388,7 +405,8 @@ def judge(
         _show(f"suite {suite}: every fusion, decisions right by judgments", s)
         return _say(headline(s))
     if simulate or every:
-        return _judge_simulated(dataset, budget, method, suite, every, as_json, preset, settings)
+        return _judge_simulated(dataset, budget, method, suite, every, as_json, preset, settings,
+                                current)
     if dataset is None:
         raise InputError("judge: name a collection (a name or a BEIR folder)")
     grades = [int(g) for g in parse_numbers("--scale", scale)]
@@ -398,7 +416,7 @@ def judge(
         raise InputError(f"--overlap: {overlap} is not a share between 0 and 1")
     session = open_session(dataset, suite, split, log_path, grades, method, batch, budget,
                            log=_quiet if as_json else _log, system=preset, settings=settings,
-                           grader=grader, overlap=overlap)
+                           grader=grader, overlap=overlap, current=current)
     if sheet is not None:
         out = write_sheet(session, sheet)
         return _say(f"{out}: {len(session.next_batch())} pairs to grade "
@@ -447,8 +465,12 @@ def _read_stderr(prompt: str) -> str:
     return line
 
 
-def _judge_simulated(dataset, budget, method, suite, every, as_json, preset=None, settings=None):
+def _judge_simulated(dataset, budget, method, suite, every, as_json, preset=None, settings=None,
+                     current=None):
     if every:
+        if current:
+            raise InputError("--all --current: the simulation grades the suite's default; give "
+                             "a collection to judge your own fusion")
         if settings:
             raise InputError("--all --set: the simulation grades the shipped knobs; give a "
                              "collection to judge your own values")
@@ -459,7 +481,7 @@ def _judge_simulated(dataset, budget, method, suite, every, as_json, preset=None
         _show(f"suite {suite}: decisions right by judgments", s)
         return _say(headline(s))
     row = judge_simulated(dataset, suite, budget, method, log=_quiet if as_json else _log,
-                          system=preset, settings=settings)
+                          system=preset, settings=settings, current=current)
     if as_json:
         return print(json.dumps(row))
     _say(f"{row['collection']}: {'take' if row['take_change'] else 'keep'} -> {row['decision']} "
@@ -501,11 +523,14 @@ def preset(
     which: Which = "config",
     streams: Annotated[str, typer.Option(help="one of: default (two streams), full (every stream rrfbench models for the system)")] = "default",
     output: Annotated[Path, typer.Option("-o", "--output", help="also write the system's fused run (TREC)")] = None,
+    stream: Streams = None,
     as_json: Json = False,
 ):
     """Evaluate a studied system as shipped (or with --set knob=value, or --config best.json)."""
-    _scored(evaluate_preset(dataset, preset, split, param or [], config, which, limit, prior,
-                            streams, output), as_json)
+    with using_streams(stream):
+        get_system(preset)                       # a wrong --stream: one line before any work
+        _scored(evaluate_preset(dataset, preset, split, param or [], config, which, limit,
+                                prior, streams, output), as_json)
 
 
 @app.command()
@@ -521,11 +546,18 @@ def tune(
     folds: Annotated[int, typer.Option(help="k-fold CV (0: the dataset's default protocol)")] = 0,
     progress: Progress = True,
     allow_missing: AllowMissing = False,
+    stream: Streams = None,
 ):
     """Tune a studied system within its own knobs; write results/<dataset>/presets/<preset>/best.json
     (with --suite: results/transfer/<suite>/presets/<preset>/)."""
-    _render(tune_any(dataset, preset, suite, metric, objective, rule, tune_split, eval_split,
-                     folds, progress=progress, allow_missing=allow_missing, log=_log).view())
+    if stream and not preset:
+        raise InputError("--stream: the roles of a studied system or engine mode; give -p SYSTEM")
+    with using_streams(stream):
+        if preset:
+            get_system(preset)                   # a wrong --stream: one line before any work
+        _render(tune_any(dataset, preset, suite, metric, objective, rule, tune_split,
+                         eval_split, folds, progress=progress, allow_missing=allow_missing,
+                         log=_log).view())
 
 
 @app.command()
@@ -551,15 +583,21 @@ def engines(
     allow_missing: AllowMissing = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print engines.json.")] = False,
     output: Annotated[Path, typer.Option("-o", "--output", help="a folder: also write each mode's fused run, at its defaults and tuned (TREC)")] = None,
+    stream: Annotated[list[str], typer.Option("--stream", help="your own streams in every mode's roles: keyword=SPEC, dense=SPEC (repeatable), e.g. keyword=run:bm25.trec")] = None,
 ):
     """The engine table: each search engine's fusion modes tuned within their own knobs, against
     their defaults and the best free fusion of the same streams (results/<dataset>/engines.json,
     or results/transfer/<suite>/)."""
     for e in engine or []:
         spaces_of(e)  # an unknown engine: one line listing the engines
-    t = engine_table(dataset, suite, engine, metric, progress=progress and not as_json,
-                     allow_missing=allow_missing, log=_quiet if as_json else _log,
-                     runs_dir=output)
+    for entry in stream or []:
+        if entry.partition("=")[0].strip() not in ("keyword", "dense", "vector"):
+            raise InputError(f"--stream: {entry!r}: an engine mode's roles are keyword and "
+                             "dense (or vector)")
+    with using_streams(stream):
+        t = engine_table(dataset, suite, engine, metric, progress=progress and not as_json,
+                         allow_missing=allow_missing, log=_quiet if as_json else _log,
+                         runs_dir=output)
     if as_json:
         return print(json.dumps(t.to_json()))
     _show(f"{t.scope}: each engine's fusion, tuned within its knobs ({t.metric}, held out)",

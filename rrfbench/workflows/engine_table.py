@@ -21,14 +21,15 @@ from ..outputs import plots
 from ..outputs.report import md_table, write_report
 from ..results.dataset import EngineTable
 from ..systems.engines import SPACES, spaces_of
+from ..systems.registry import team_streams, with_streams
 from .dataset import _quiet, as_dataset, preset_runs, sweep_dataset, tune_preset_on
 from .suite import sweep_suite, transfer_dir, tune_preset_suite
 
 
 def _spaces(engines: Sequence[str] | None) -> list:
-    if not engines:
-        return list(SPACES.values())
-    return [s for e in engines for s in spaces_of(e)]
+    """The engine modes to tune, each with the team's streams in its roles (``--stream``)."""
+    chosen = list(SPACES.values()) if not engines else [s for e in engines for s in spaces_of(e)]
+    return [with_streams(s, team_streams()) for s in chosen]
 
 
 def engine_table(dataset=None, suite: str | None = None, engines: Sequence[str] | None = None,

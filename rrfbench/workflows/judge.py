@@ -175,14 +175,83 @@ def knobs_label(space, params: dict) -> str:
     return ", ".join(f"{k.name}={params[k.name]}" for k in space.knobs if not k.fixed and k.grid)
 
 
+def parse_current(text: str, n_runs: int = len(SPECS), names: Sequence[str] = SPECS) -> dict:
+    """A team's current fusion written as rrfbench labels it (``rrf k=60 w=0.3,0.3,0.4``,
+    ``rrf k=60 w=1,1,1 depth=100,100,100 base=0``, ``convex minmax w=0.2,0.3,0.5
+    missing=zero``, ``combsum zscore missing=min``): the configuration as JSON, checked for
+    ``n_runs`` streams (``names``, in order); a wrong word or count is one line naming it."""
+    words = text.split()
+    if not words:
+        raise InputError("--current: empty; e.g. 'rrf k=60 w=1,1,1'")
+    method, rest = words[0].lower(), words[1:]
+    d: dict = {"method": method}
+    if method != "rrf" and rest and "=" not in rest[0]:
+        d["norm"], rest = rest[0], rest[1:]
+    for w in rest:
+        key, eq, val = w.partition("=")
+        if not eq or not val:
+            raise InputError(f"--current: {w!r} is not key=value (in {text!r})")
+        if key not in ("k", "w", "depth", "base", "missing", "limit"):
+            raise InputError(f"--current: unknown key {key!r} in {text!r} (k, w, depth, base, "
+                             "missing, limit)")
+        try:
+            nums = [float(x) for x in val.split(",")] if key in ("k", "w", "depth") else None
+            if key == "k":
+                d["k"] = nums * n_runs if len(nums) == 1 else nums
+            elif key == "w":
+                d["weights"] = nums
+            elif key == "depth":
+                d["depth"] = [int(x) for x in nums]
+            elif key == "base":
+                d["rank_base"] = int(val)
+            elif key == "missing":
+                d["missing"] = val
+            else:
+                d["limit"] = int(val)
+        except ValueError:
+            raise InputError(f"--current: {w!r}: not a number") from None
+    d.setdefault("weights", [1.0] * n_runs)
+    if method == "rrf":
+        d.setdefault("k", [60.0] * n_runs)
+        d.setdefault("depth", [None] * n_runs)
+    for key, short in (("k", "k"), ("weights", "w"), ("depth", "depth")):
+        if key in d and len(d[key]) != n_runs:
+            raise InputError(f"--current: {len(d[key])} values of {short} for {n_runs} streams "
+                             f"({', '.join(names)}); give one per stream, in that order")
+    if method != "rrf":
+        d.update(k=[60.0] * n_runs, depth=[None] * n_runs)
+    try:
+        cfg = Config.from_json(d)
+        cfg.check(n_runs)
+    except InputError as exc:
+        raise InputError(f"--current: {text!r}: {exc}") from None
+    return cfg.to_json() | {"label": cfg.label(list(names))}
+
+
 def candidates(suite: str, collection: str, system: str | None = None,
-               settings: dict | None = None) -> Candidates:
-    """Free fusion's candidates (:func:`suite_candidates`) or a system's (``system``)."""
+               settings: dict | None = None, current: str | None = None) -> Candidates:
+    """Free fusion's candidates (:func:`suite_candidates`) or a system's (``system``).
+    ``current``: the team's own fusion (:func:`parse_current`) as free fusion's current
+    constants. The suite measured its change against RRF k=60, not against that fusion, so its
+    advice says nothing about the pair: the advice alone keeps the team's fusion
+    (``prior_take`` False) and only judgments can move it."""
     if system is None:
         if settings:
             raise InputError("--set: knob values need -p SYSTEM (free fusion's current "
-                             "constants are RRF k=60)")
-        return suite_candidates(suite, collection)
+                             "constants are RRF k=60; yours: --current)")
+        c = suite_candidates(suite, collection)
+        if current is None:
+            return c
+        own = parse_current(current)
+        if Config.from_json(own) == Config.from_json(c.current):
+            return c
+        alts = tuple(a for a in c.alternatives if Config.from_json(a[0]) != Config.from_json(own))
+        return Candidates(own, c.change, False, f"{c.source}; current: your --current "
+                          f"{own['label']} (the suite's advice was measured against RRF k=60, "
+                          "so without judgments yours stays)", c.prior, None, alts)
+    if current is not None:
+        raise InputError("--current: for free fusion; a system's own values: -p SYSTEM --set "
+                         "knob=value")
     return system_candidates(suite, system, collection, settings)
 
 
@@ -214,13 +283,14 @@ def fused_candidates(cands: Candidates, dataset, split: str,
 def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[int] = BUDGETS,
                       method: str = "sample", seed: int = 0, log_dir: str | Path | None = None,
                       log: Callable[[str], None] = _quiet, system: str | None = None,
-                      settings: dict | None = None, kappa: float | None = None) -> list[dict]:
+                      settings: dict | None = None, kappa: float | None = None,
+                      current: str | None = None) -> list[dict]:
     """One row per budget (see the module docstring): the decision with that many judgments;
     ``kappa``: a noisy simulated judge (:class:`~rrfbench.judging.judges.NoisyJudge`) instead
     of the qrels' own grades."""
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
-    cands = candidates(suite, dataset.name, system, settings)
+    cands = candidates(suite, dataset.name, system, settings, current)
     qrels = dataset.qrels(protocol.eval_split)       # read by the judge and, at the end, the grader
     queries = sorted(qrels.qids)
     contest = fused_candidates(cands, dataset, protocol.eval_split, log, queries)
@@ -314,7 +384,7 @@ def _true_dcg_difference(contest: Contest, qrels, a: str, b: str) -> float:
 
 def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, method: str = "mtc",
                     log: Callable[[str], None] = _quiet, system: str | None = None,
-                    settings: dict | None = None) -> dict:
+                    settings: dict | None = None, current: str | None = None) -> dict:
     """``rrfbench judge DATASET --simulate``: the decision with ``budget`` simulated judgments
     (a collection of the suite is judged against the suite's decision made without it; any
     other collection against the suite's recommendation)."""
@@ -328,7 +398,7 @@ def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, meth
         ds = load_dataset(name)
         pr = choose_protocol(ds.splits)
     return simulate_decision(ds, pr, suite, sorted({0, budget}), method, log=log, system=system,
-                             settings=settings)[-1]
+                             settings=settings, current=current)[-1]
 
 
 def simulation_table(suite: str = "en", budgets: Sequence[int] = BUDGETS,

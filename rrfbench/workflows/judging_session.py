@@ -155,7 +155,7 @@ def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = 
                  method: str = "sample", batch: int = 10, budget: int = 200,
                  log: Callable[[str], None] = _quiet, system: str | None = None,
                  settings: dict | None = None, grader: str = "person",
-                 overlap: float = 0.0) -> Session:
+                 overlap: float = 0.0, current: str | None = None) -> Session:
     """A judging session on ``dataset`` (a name or a BEIR folder): its runs are retrieved or
     read from the cache; ``split``: the queries to judge (default: every query); ``system``:
     a studied system or engine mode whose shipped knobs (``settings`` over them) are the
@@ -170,7 +170,7 @@ def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = 
     if split != UNJUDGED and split not in ds.splits:
         raise InputError(f"--split: no split {split!r} in {ds.name}; available: "
                          f"{', '.join([UNJUDGED, *ds.splits])}")
-    cands = candidates(suite, ds.name, system, settings)
+    cands = candidates(suite, ds.name, system, settings, current)
     contest = fused_candidates(cands, ds, split, log)
     jl = JudgmentLog(log_path or default_log(ds.name), ds.queries.qid, ds.corpus.docid, scale)
     return Session(ds, split, cands, contest, jl, method, batch, budget, grader, overlap)
