@@ -141,3 +141,37 @@ def test_streams_through_the_console_script_from_a_team_folder(tiny_beir, tmp_pa
                    "short.parquet", "have no vector (first: 'd1')")
     one_line_error(*console("fuse", str(tiny_beir), "-r", "run:", env=env)[::2], "needs a file")
     assert sorted(p.name for p in (team / "results").rglob("*")) == before
+
+
+def test_a_team_s_streams_in_a_system_s_roles_from_its_folder(tiny_beir, tmp_path):
+    """``--stream role=spec`` puts a run file and an embeddings file in a studied system's or
+    engine mode's roles for ``preset``, ``tune -p`` and ``judge -p``, from the team's folder;
+    a wrong role or entry is one line, exit 2, nothing written."""
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "kw.trec").write_text(RUN)
+    _vectors(team, GOOD)
+    env = {"RRFBENCH_RESULTS": str(team / "results")}
+    streams = ["--stream", f"keyword=run:{team / 'kw.trec'}",
+               "--stream", f"dense=vectors:{team / 'emb.parquet'}"]
+    code, out, err = console("preset", str(tiny_beir), "-p", "qdrant-rrf", *streams, "--json",
+                             env=env)
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["streams"] == {"vector": "vectors-emb", "keyword": "run-kw"}
+    assert got["metrics"]["R@100"] == 1.0
+    code, out, err = console("tune", str(tiny_beir), "-p", "titan", *streams, "--folds", "2",
+                             env=env)
+    assert code == 0, err
+    best = json.loads((team / "results" / "tiny" / "presets" / "titan" / "best.json").read_text())
+    assert "run-kw" in json.dumps(best) and "vectors-emb" in json.dumps(best)
+    before = sorted(p.name for p in (team / "results").rglob("*"))
+    one_line_error(*console("tune", str(tiny_beir), "-p", "titan", "--stream", "nosuch=bm25",
+                            env=env)[::2], "titan has no role 'nosuch'", "fts, vector")
+    one_line_error(*console("tune", str(tiny_beir), "-p", "titan", "--stream", "keyword",
+                            env=env)[::2], "'keyword' is not role=spec")
+    one_line_error(*console("tune", str(tiny_beir), "--stream", "keyword=bm25", env=env)[::2],
+                   "give -p SYSTEM")
+    one_line_error(*console("engines", str(tiny_beir), "--stream", "fts=bm25", env=env)[::2],
+                   "keyword and dense")
+    assert sorted(p.name for p in (team / "results").rglob("*")) == before
