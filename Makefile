@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONUNBUFFERED := 1
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: demo test lab notebooks browser-test bench regress lint mutate constraints clean
+.PHONY: demo test lab notebooks browser-test bench regress lint mutate constraints clean advice
 
 $(VENV)/.base:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -109,3 +109,7 @@ constraints: $(VENV)/.dense-dev
 
 clean:
 	rm -rf results/runs results/index results/cache
+
+## advice: the suite's advice shipped with the package (rrfbench/results/advice/), from the committed results
+advice: $(VENV)/.compiled
+	$(BIN)/python -m rrfbench.results.shipped en

@@ -35,6 +35,7 @@ from ..judging.decide import METHODS, Prior
 from ..judging.judges import NoisyJudge, QrelsJudge
 from ..judging.log import JudgmentLog
 from ..results.dataset import load_result
+from ..results.shipped import shipped
 from ..systems.registry import get_system
 from ..tuning.holdout import choose_protocol
 from .cache import _quiet
@@ -104,9 +105,8 @@ def suite_candidates(suite: str, collection: str) -> Candidates:
     the other collections' LOCO gains; for any other collection, the recommendation and every
     collection's LOCO gain."""
     path = transfer_dir(suite) / "best.json"
-    if not path.exists():
-        raise InputError(f"{path}: no suite result; run rrfbench sweep --suite {suite} first")
-    r = load_result(path)
+    r = _suite_result(suite, "best.json", f"{path}: no suite result; run rrfbench sweep "
+                      f"--suite {suite} first")
     grid = {c.label(list(r.runs)): c for c in sweep_grid(len(r.specs))}
     current = r.default["config"]
     rows = {row["collection"]: row for row in r.loco}
@@ -138,11 +138,10 @@ def system_candidates(suite: str, name: str, collection: str,
     the other collections' LOCO gains of that selection over the shipped knobs."""
     space = get_system(name)
     path = transfer_dir(suite) / kind_dir(name) / name / "best.json"
-    if not path.exists():
-        how = "engines" if kind_dir(name) == "engines" else "tune"
-        raise InputError(f"{path}: no suite result for {name}; run rrfbench {how} --suite "
-                         f"{suite} {'--engine ' + space.engine if how == 'engines' else '-p ' + name} first")
-    r = load_result(path)
+    how = "engines" if kind_dir(name) == "engines" else "tune"
+    r = _suite_result(suite, f"{kind_dir(name)}/{name}/best.json", (
+        f"{path}: no suite result for {name}; run rrfbench {how} --suite {suite} "
+        f"{'--engine ' + space.engine if how == 'engines' else '-p ' + name} first"))
     current = space.defaults() | dict(settings or {})
     space.check(current)
     rows = {row["collection"]: row for row in r.loco}
@@ -168,6 +167,19 @@ def system_candidates(suite: str, name: str, collection: str,
     return Candidates(current, change, bool(r.decision["take_change"]),
                       f"{name}, suite {suite}: recommendation {r.label}, rule {rule!r}{own}",
                       prior, name, alts)
+
+
+def _suite_result(suite: str, relative: str, missing: str):
+    """``transfer/<suite>/<relative>`` under the results root, else the copy shipped with the
+    package (:mod:`rrfbench.results.shipped`: a team's folder has no suite results), else
+    ``missing`` as the error."""
+    path = transfer_dir(suite) / relative
+    if path.exists():
+        return load_result(path)
+    r = shipped(suite, relative)
+    if r is None:
+        raise InputError(missing)
+    return r
 
 
 def knobs_label(space, params: dict) -> str:
