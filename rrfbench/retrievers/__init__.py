@@ -15,7 +15,11 @@ kind           variants                                     options
 ``dense``      ``torch`` (fp32, capped: default), ``onnx``,
                ``onnx-int8``, ``onnx-int8-vnni``, ``ann`` (FAISS HNSW
                over the default backend's embeddings)       ``model`` (a local folder, or
-                                                            ``use-multilingual-v3``)
+                                                            ``use-multilingual-v3``);
+               (none, with ``endpoint=URL``: an OpenAI-     ``endpoint``, ``model``,
+               compatible embeddings server, .endpoint)     ``query_model``, ``batch``,
+                                                            ``inflight``, ``retries``,
+                                                            ``key_env``, ``name``, ``timeout``
 ``rank_bm25``  ``regex`` (default), ``jieba``
 ``entity``     (none)                                       ``min_len``
 ``graph``      (none)                                       ``seed`` (a spec), ``hops``,
@@ -38,18 +42,23 @@ from ..core.errors import InputError
 from .base import RunResult, cached_run, lib_versions, run_path
 from .bm25 import BM25Retriever
 from .dense import DEFAULT_BACKEND, DenseRetriever
+from .endpoint import EndpointRetriever
 from .entity import EntityRetriever
 from .external import RunFileRetriever, VectorsRetriever
 from .fts5 import FTS5Retriever
 from .graph import GraphRetriever
 from .rank_bm25 import RankBM25Retriever
 
+# dense;endpoint=URL;model=NAME: an OpenAI-compatible embeddings endpoint (.endpoint)
+ENDPOINT_OPTIONS = ("endpoint", "query_model", "batch", "inflight", "retries", "key_env", "name",
+                    "timeout")
 # kind -> (default variant or None, allowed variants, allowed options)
 VARIANTS: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...]]] = {
     "bm25": ("en", ("en", "jieba"), ("k1", "b")),
     "fts5": ("or_tokens", ("or_tokens", "phrase", "and_tokens", "titan", "jieba", "trigram"),
              ("granularity", "span", "words", "overlap")),
-    "dense": (DEFAULT_BACKEND, ("torch", "onnx", "onnx-int8", "onnx-int8-vnni", "ann"), ("model",)),
+    "dense": (DEFAULT_BACKEND, ("torch", "onnx", "onnx-int8", "onnx-int8-vnni", "ann"),
+              ("model",) + ENDPOINT_OPTIONS),
     "rank_bm25": ("regex", ("regex", "jieba"), ()),
     "entity": (None, (), ("min_len",)),
     "graph": (None, (), ("seed", "hops", "graph", "neighbours", "seed_limit", "direction")),
@@ -99,6 +108,14 @@ def make_retriever(spec: str, **options):
     if kind == "fts5":
         return FTS5Retriever(variant=variant, **opts, **options)
     if kind == "dense":
+        if "endpoint" in opts:
+            if spec.split(";")[0].strip() != "dense":
+                raise InputError(f"retriever: endpoint= takes no backend variant (in {spec!r}): "
+                                 "dense;endpoint=URL;model=NAME")
+            return EndpointRetriever(**opts)
+        extra = sorted(set(opts) & set(ENDPOINT_OPTIONS))
+        if extra:
+            raise InputError(f"retriever: {', '.join(extra)} go with endpoint=URL (in {spec!r})")
         return DenseRetriever(**{"backend": variant, **opts, **options})
     if kind == "rank_bm25":
         return RankBM25Retriever(tokenizer=variant, **options)
