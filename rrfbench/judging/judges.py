@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from ..core.runs import Qrels
+from .sampling import uniforms
 
 
 @runtime_checkable
@@ -69,8 +70,6 @@ class NoisyJudge:
         self.asked = 0
 
     def grade(self, query: str, document: str) -> int:
-        from .sampling import uniforms
-
         self.asked += 1
         true = self._truth.grade(query, document)
         u_flip, u_draw = uniforms([query, query], [f"{document}\tflip", f"{document}\tdraw"],

@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..core.errors import InputError
-from ..core.store import write_bytes
+from ..core.store import results_dir, write_bytes
 from .dataset import result_from_json
 
 HERE = Path(__file__).resolve().parent / "advice"
@@ -71,8 +71,6 @@ def has_shipped(suite: str, relative: str) -> bool:
 def main(argv: list[str]) -> int:
     """``python -m rrfbench.results.shipped [SUITE ...]``: rewrite the shipped copies from the
     committed results (default: suite en)."""
-    from ..core.store import results_dir
-
     for suite in argv or ["en"]:
         got = collect(results_dir(), suite)
         if not got:

@@ -36,6 +36,7 @@ from ..judging.judges import NoisyJudge, QrelsJudge
 from ..judging.log import JudgmentLog
 from ..results.dataset import load_result
 from ..results.shipped import shipped
+from ..systems import engines, presets
 from ..systems.registry import get_system
 from ..tuning.holdout import choose_protocol
 from .cache import _quiet
@@ -469,8 +470,6 @@ def simulation_summary(t: pd.DataFrame) -> pd.DataFrame:
 
 def every_system(suite: str = "en") -> list[str | None]:
     """Free fusion (``None``), the studied systems and every engine mode with a suite result."""
-    from ..systems import engines, presets
-
     names = [None, *presets.PRESETS]
     names += [n for n in engines.SPACES if (transfer_dir(suite) / "engines" / n / "best.json").exists()]
     return names

@@ -42,6 +42,7 @@ from ..data.datasets import UNJUDGED, Dataset, load_dataset
 from ..judging.contest import Contest
 from ..judging.decide import METHODS, Estimate
 from ..judging.log import JudgmentLog
+from ..judging.sampling import uniforms
 from ..retrievers.fts5 import FTS_STOPWORDS
 from .cache import _quiet
 from .judge import Candidates, candidates, fused_candidates
@@ -77,8 +78,6 @@ class Session:
         self.order = self.contest.order(self.method, budget=self.budget)
         self._overlap = set()
         if self.overlap > 0:
-            from ..judging.sampling import uniforms
-
             u = uniforms(self.order.qid.tolist(), self.order.docid.tolist(), "overlap")
             self._overlap = {k for k, x in zip(zip(self.order.qid, self.order.docid, strict=False), u, strict=False)
                              if x <= self.overlap}
