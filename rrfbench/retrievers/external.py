@@ -2,8 +2,9 @@
 interface, so that everything that takes a retriever spec fuses, tunes and judges them.
 
 * ``run:PATH`` (:class:`RunFileRetriever`): a TREC run file (plain or ``.gz``) answering the
-  collection's queries, e.g. the keyword ranking a production engine serves. Its stream is
-  named ``run-<file stem>`` or ``;name=``.
+  collection's queries, e.g. the keyword ranking a production engine serves, or one file per
+  split (``run:runs/{split}.trec``: every file the pattern matches, no query in two). Its
+  stream is named ``run-<file stem>`` or ``;name=``.
 * ``vectors:PATH`` (:class:`VectorsRetriever`): document and query embeddings exported from a
   team's vector store, scored by the same exact cosines as ``dense``
   (:func:`rrfbench.retrievers.vectors.topk_cosine`): a parquet file with columns ``id`` and
@@ -72,14 +73,40 @@ class RunFileRetriever:
     """A team's TREC run file as a stream (see the module docstring)."""
 
     def __init__(self, path: str, name: str | None = None, floor: str | float | None = None):
-        self.path = _existing(path, "run")
-        self.name = name or f"run-{_stem(self.path)}"
+        if "{split}" in (path or ""):
+            pattern = Path(path).expanduser()
+            self.paths = sorted(p.resolve() for p in pattern.parent.glob(
+                pattern.name.replace("{split}", "*")) if p.is_file())
+            if not self.paths:
+                raise InputError(f"no file matches {pattern.name} (one run file per split, "
+                                 "{split} standing for the split's name)", pattern.parent)
+            self.path = self.paths[0]
+            stem = _stem(Path(pattern.name.replace("{split}", "")))
+            stem = _stem(pattern.parent) if stem == "stream" else stem   # {split}.trec: the folder
+        else:
+            self.path = _existing(path, "run")
+            self.paths = [self.path]
+            stem = _stem(self.path)
+        self.name = name or f"run-{stem}"
         self._floor = None if floor in (None, "") else float(floor)
         self._run: Run | None = None
 
     def _read(self) -> Run:
+        """The run of every file (one per split: their queries must not overlap)."""
         if self._run is None:
-            self._run = Run.from_trec(self.path, name=self.name)
+            runs = [Run.from_trec(p, name=self.name) for p in self.paths]
+            if len(runs) > 1:
+                seen: dict[str, Path] = {}
+                for p, r in zip(self.paths, runs, strict=True):
+                    for q in r.df.qid.astype(str).unique():
+                        if q in seen:
+                            raise InputError(f"query {q!r} is answered in {seen[q].name} too "
+                                             "(one run file per split: each query in one)", p)
+                        seen[q] = p
+                self._run = Run(pd.concat([r.df[["qid", "docid", "score"]] for r in runs],
+                                          ignore_index=True), self.name)
+            else:
+                self._run = runs[0]
         return self._run
 
     @property
@@ -91,6 +118,10 @@ class RunFileRetriever:
         return float(df.score.min()) if len(df) else 0.0
 
     def params(self) -> dict:
+        if len(self.paths) > 1:
+            return {"files": [p.name for p in self.paths],
+                    "sha256": [_digest(p) for p in self.paths],
+                    "floor": "declared" if self._floor is not None else "the files' lowest score"}
         return {"file": self.path.name, "sha256": _digest(self.path),
                 "floor": "declared" if self._floor is not None else "the file's lowest score"}
 
@@ -110,16 +141,17 @@ class RunFileRetriever:
 
     def _name_the_line(self, qids: set, docids: set, dataset: str) -> None:
         """Raise for the first line whose query or document the collection does not have."""
-        for lineno, line in enumerate(read_text(self.path).split("\n"), 1):
-            parts = line.split()
-            if len(parts) != 6:
-                continue
-            if parts[0] not in qids:
-                raise InputError(f"query {parts[0]!r} is not a query of {dataset}", self.path,
-                                 lineno)
-            if parts[2] not in docids:
-                raise InputError(f"document {parts[2]!r} is not in {dataset}'s corpus",
-                                 self.path, lineno)
+        for path in self.paths:
+            for lineno, line in enumerate(read_text(path).split("\n"), 1):
+                parts = line.split()
+                if len(parts) != 6:
+                    continue
+                if parts[0] not in qids:
+                    raise InputError(f"query {parts[0]!r} is not a query of {dataset}", path,
+                                     lineno)
+                if parts[2] not in docids:
+                    raise InputError(f"document {parts[2]!r} is not in {dataset}'s corpus",
+                                     path, lineno)
         raise InputError(f"ids that {dataset} does not have", self.path)
 
     def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:

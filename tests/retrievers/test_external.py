@@ -175,3 +175,21 @@ def test_a_team_s_streams_in_a_system_s_roles_from_its_folder(tiny_beir, tmp_pat
     one_line_error(*console("engines", str(tiny_beir), "--stream", "fts=bm25", env=env)[::2],
                    "keyword and dense")
     assert sorted(p.name for p in (team / "results").rglob("*")) == before
+
+
+def test_one_run_file_per_split(tiny_beir, tmp_path):
+    """``run:DIR/{split}.trec``: every file the pattern matches is one stream; a query answered
+    in two files is one line naming the second file."""
+    (tmp_path / "train.trec").write_text("q2 Q0 d3 1 9.0 team\n")
+    (tmp_path / "test.trec").write_text("q1 Q0 d2 1 3.5 team\nq1 Q0 d1 2 2.0 team\n")
+    r = make_retriever(f"run:{tmp_path}/{{split}}.trec")
+    assert r.name == f"run-{tmp_path.name}" and r.params()["files"] == ["test.trec", "train.trec"]
+    ds = load_dataset(str(tiny_beir))
+    run = r.retrieve(ds, ds.queries, 10)
+    assert sorted(run.df.qid.unique()) == ["q1", "q2"] and len(run.df) == 3
+    (tmp_path / "dev.trec").write_text("q1 Q0 d4 1 1.0 team\n")
+    with pytest.raises(InputError) as e:
+        make_retriever(f"run:{tmp_path}/{{split}}.trec;name=team").retrieve(ds, ds.queries, 10)
+    assert "query 'q1' is answered in dev.trec too" in str(e.value)
+    with pytest.raises(InputError, match="no file matches"):
+        make_retriever(f"run:{tmp_path}/{{split}}.run")
