@@ -105,3 +105,24 @@ def test_the_readme_headline_is_the_committed_simulation_table():
         f"advice alone: {y} of {n})" in text
     mtc = s[(s["method"] == "mtc") & (s["budget"] <= 200) & (s["budget"] > 0)]
     assert (mtc["right"] >= 8).any() and (mtc["worst_loss"] <= 0.01).all()
+
+
+def test_the_team_s_current_fusion_is_the_current_constants(tiny_beir, tmp_path):
+    """``judge --current``: the fusion a team runs today replaces RRF k=60 as the current
+    constants, and without judgments it stays (the suite measured its change against RRF k=60);
+    a wrong one is one line, exit 2, nothing written."""
+    from rrfbench.workflows.judge import candidates, parse_current
+
+    c = candidates("en", "teamcoll", current="rrf k=20 w=0,0.3,0.7")
+    assert c.current["label"] == "rrf k=20 w=0,0.3,0.7" and c.current["k"] == [20.0] * 3
+    assert c.prior_take is False and "your --current" in c.source
+    assert parse_current("convex minmax w=0.2,0.3,0.5 missing=zero")["method"] == "convex"
+    env = {"RRFBENCH_RESULTS": str(tmp_path / "results")}
+    code, out, err = console("judge", str(tiny_beir), "--current", "rrf k=20 w=0,0.3,0.7",
+                             "--budget", "0", "--json", "--sheet", str(tmp_path / "s.tsv"), env=env)
+    assert code == 0, err
+    for bad, says in (("rrf k=60 w=0.3,0.7", "2 values of w for 3 streams"),
+                      ("rrf x=1", "unknown key 'x'"), ("best", "'best'")):
+        one_line_error(*console("judge", str(tiny_beir), "--current", bad, "--sheet",
+                                str(tmp_path / "t.tsv"), env=env)[::2], "--current", says)
+    assert not (tmp_path / "t.tsv").exists()
