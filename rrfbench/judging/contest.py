@@ -79,6 +79,7 @@ from .sampling import HTEstimate, ht_estimate, priority_order
 
 MAIN_SHARE = 0.5      # of a budget, spent on the current constants vs the change first
 Z_BOUND = 1.645       # one-sided 95%: what leaving the advice needs (the sampled rule)
+DISC_POWER = 0.5      # weight = |delta| * disc ** DISC_POWER (see the module docstring)
 
 
 def difference_prior(a: Prior | None, b: Prior | None) -> Prior | None:
@@ -211,7 +212,7 @@ class Contest:
         if key not in self._pairs:
             u = self._union()
             w = (u[self._cols(phase)].abs().max(axis=1).to_numpy()
-                 * np.sqrt(u["disc"].to_numpy()))
+                 * u["disc"].to_numpy() ** DISC_POWER)
             self._pairs[key] = priority_order(u.assign(w=w), "w", f"{seed}:{phase}")
         return self._pairs[key]
 

@@ -36,9 +36,12 @@ def test_a_simulated_decision_reports_itself_and_is_graded_on_the_full_qrels(res
     two = max(row["ndcg10_change"], row["ndcg10_current"])
     assert row["right_of_two"] == (two - chosen <= 0.005)
     assert "without cranfield" in row["prior"]        # the prior never saw this collection
-    log = results_root / "judging" / "logs" / "cranfield.mtc.jsonl"
+    log = results_root / "judging" / "logs" / "cranfield.sample.jsonl"
     lines = [json.loads(x) for x in log.read_text().splitlines()]
-    assert len(lines) == 60 and all(x["why"].startswith("mtc: ") for x in lines)
+    assert len(lines) == 60 and all(x["why"].startswith("sample, phase ") for x in lines)
+    # half the budget on the first question (current vs change), first
+    assert all("phase 1" in x["why"] for x in lines[:30])
+    assert row["method"] == "sample" and row["unbiased_se_dcg10"] > 0
     # with no judgments, the decision is the suite's advice made without the collection
     code, out, _ = console("judge", "cranfield", "--simulate", "--budget", "0", "--json", env=env)
     zero = json.loads(out)
@@ -52,7 +55,7 @@ def _refused(*args):
 
 def test_wrong_arguments_get_one_line():
     one_line_error(*_refused("judge", "cranfield", "--simulate", "--method", "best"),
-                   "--method", "mtc, pool, random")
+                   "--method", "sample, mtc, pool, random")
     one_line_error(*_refused("judge", "cranfield", "--simulate", "--budget", "-1"), "--budget")
     one_line_error(*_refused("judge", "--simulate"), "name a collection")
     one_line_error(*_refused("judge", "no-such-collection", "--simulate"), "no-such-collection")

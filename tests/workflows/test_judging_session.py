@@ -34,9 +34,12 @@ def test_a_collection_without_qrels_is_judged_on_every_query(session, mini_beir)
     assert session.split == "all"
     assert len(session.dataset.split_queries("all")) == len(session.dataset.queries)
     first = session.next_batch()
-    assert len(first) == 4 and first.why.str.startswith("mtc: ").all()
-    # the MTC order: the pairs that move the DCG@10 difference most come first
-    assert list(first.delta.abs()) == sorted(first.delta.abs(), reverse=True)
+    assert len(first) == 4 and first.why.str.startswith("sample, phase 1").all()
+    # the sampled design: phase 1's pairs (current vs change) in decreasing priority
+    p1 = session.contest.phase_order(1)
+    assert list(zip(first.qid, first.docid, strict=True)) == \
+        list(zip(p1.qid[:4], p1.docid[:4], strict=True))
+    assert list(p1.priority[:4]) == sorted(p1.priority[:4], reverse=True)
     s = session.status()
     assert s["judgments"] == 0 and s["take_change"] is True and not s["settled"]
 
