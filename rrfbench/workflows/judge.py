@@ -303,10 +303,16 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
     of the qrels' own grades."""
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
-    cands = candidates(suite, dataset.name, system, settings, current)
-    qrels = dataset.qrels(protocol.eval_split)       # read by the judge and, at the end, the grader
+    key = (dataset.name, protocol.eval_split, suite, system, repr(settings), current)
+    if key not in _PREPARED:
+        _PREPARED.clear()                     # one collection and fusion at a time
+        cands = candidates(suite, dataset.name, system, settings, current)
+        qrels = dataset.qrels(protocol.eval_split)   # read by the judge and, at the end, the grader
+        contest = fused_candidates(cands, dataset, protocol.eval_split, log, sorted(qrels.qids))
+        truth = {lab: evaluate(run, qrels, [METRIC])[METRIC] for lab, run in contest.runs.items()}
+        _PREPARED[key] = (cands, qrels, contest, truth, int(len(contest.order("mtc"))))
+    cands, qrels, contest, truth, matter = _PREPARED[key]
     queries = sorted(qrels.qids)
-    contest = fused_candidates(cands, dataset, protocol.eval_split, log, queries)
     max_grade = int(max(qrels.df.relevance.max(), 1))
     judge = QrelsJudge(qrels) if kappa is None else NoisyJudge(
         qrels, kappa, _marginal(contest, qrels), seed)
@@ -316,7 +322,6 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
     if path.exists():
         path.unlink()                                   # a simulation starts from no judgments
     jl = JudgmentLog(path, queries, None, range(0, max_grade + 1))
-    truth = {lab: evaluate(run, qrels, [METRIC])[METRIC] for lab, run in contest.runs.items()}
     best = max(truth.values())
     cur, chg = contest.current, contest.change
     out, asked = [], {}
@@ -367,9 +372,14 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
             "loses": bool(loss > LOSS_TOL),
             "caused_loss": bool(loss > LOSS_TOL and loss > advice[0] + 1e-12),
             "harm": bool(advice[1] and not right),
-            "pairs_that_matter": int(len(contest.order("mtc"))),
+            "pairs_that_matter": matter,
         })
     return out
+
+
+# the last collection and fusion's candidates, fused runs and truth: every method and judge of
+# the simulation table reuses them (fusing and evaluating is most of a simulation's time)
+_PREPARED: dict = {}
 
 
 def _marginal(contest: Contest, qrels) -> dict[int, float]:
