@@ -201,6 +201,12 @@ class JudgmentLog:
                 if c.grader != grader and now - c.time < CLAIM_TTL
                 and (c.query, c.document, c.grader) not in graded}
 
+    def claimed_by(self, grader: str, now: float | None = None) -> set[tuple[str, str]]:
+        """Pairs ``grader`` claimed less than :data:`CLAIM_TTL` ago."""
+        now = time.time() if now is None else now
+        return {(c.query, c.document) for c in self.claims
+                if c.grader == grader and now - c.time < CLAIM_TTL}
+
     def graders(self) -> dict[tuple[str, str], set[str]]:
         """(query, document) -> the graders who graded it."""
         out: dict[tuple[str, str], set[str]] = {}

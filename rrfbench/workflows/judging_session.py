@@ -107,13 +107,17 @@ class Session:
         rows = sorted(fresh[:room] + again)
         return self.order.iloc[rows].reset_index(drop=True)
 
-    def next_batch(self, skip: set | None = None) -> pd.DataFrame:
-        """The next batch, claimed for this session's grader under the log's lock (two
-        sessions on one log are never given the same pair, see :mod:`rrfbench.judging.log`)."""
+    def next_batch(self, skip: set | None = None, n: int | None = None) -> pd.DataFrame:
+        """The next ``n`` pairs (default: a batch), claimed for this session's grader under the
+        log's lock (two sessions on one log are never given the same pair, see
+        :mod:`rrfbench.judging.log`); a pair this grader already holds is not claimed again."""
         with self.log.locked():
-            self.log._read() if self.log.path.exists() else None
-            batch = self.pending(skip).head(self.batch)
-            self.log.claim(zip(batch.qid, batch.docid, strict=True), self.grader)
+            if self.log.path.exists():
+                self.log._read()
+            batch = self.pending(skip).head(self.batch if n is None else n)
+            held = self.log.claimed_by(self.grader)
+            self.log.claim([k for k in zip(batch.qid, batch.docid, strict=True) if k not in held],
+                           self.grader)
         return batch
 
     def query_text(self, qid: str) -> str:

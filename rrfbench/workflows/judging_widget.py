@@ -104,7 +104,7 @@ class JudgingWidget:
             why = f"undo: was graded {s.log.grades().get((q, d))}; the new grade is a correction"
             self.current = (q, d, why)
         else:
-            nxt = s.next_batch(self.skipped).head(1)
+            nxt = s.next_batch(self.skipped, n=1)
             self.current = None if nxt.empty else (nxt.qid.iloc[0], nxt.docid.iloc[0],
                                                   nxt.why.iloc[0])
         self.progress.value = min(status["judgments"], self.progress.max)
