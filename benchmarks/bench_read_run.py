@@ -13,11 +13,10 @@ Best of 3 each. The target: a few seconds.
 Last lines: ``read_check_s``, ``ir_measures_s``, ``ratio_vs_ir_measures``.
 """
 
-import _common  # noqa: F401  (data path, offline hub)
-
 import tempfile
 from pathlib import Path
 
+import _common  # noqa: F401  (data path, offline hub)
 import ir_measures
 import numpy as np
 
