@@ -490,8 +490,8 @@ def simulation_all(suite: str = "en", budgets: Sequence[int] = BUDGETS,
                    systems: Sequence[str | None] | None = None,
                    log: Callable[[str], None] = _quiet) -> pd.DataFrame:
     """:func:`simulation_table` for free fusion, the studied systems and the engine modes, and
-    the table over all of them: ``results/judging/<suite>/all/`` (simulation.csv, summary.json,
-    by_system.csv, report.md)."""
+    the table over all of them: ``results/judging/<suite>/all/`` (summary.json, by_system.csv,
+    report.md; the rows are each fusion's own ``simulation.csv``)."""
     systems = every_system(suite) if systems is None else systems
     jobs = [(suite, tuple(budgets), tuple(methods), None, _quiet, s, tuple(kappas))
             for s in systems]
@@ -500,8 +500,7 @@ def simulation_all(suite: str = "en", budgets: Sequence[int] = BUDGETS,
     t = pd.concat(parts, ignore_index=True)
     out = results_dir() / "judging" / suite / "all"
     out.mkdir(parents=True, exist_ok=True)
-    summary = simulation_summary(t)
-    write_text(out / "simulation.csv", _csv(t))
+    summary = simulation_summary(t)   # the rows themselves: each fusion's own simulation.csv
     write_json(out / "summary.json", summary.round(4).to_dict("records"))
     by = _by_system(t)
     write_text(out / "by_system.csv", by.to_csv(index=False, float_format="%.4f"))
