@@ -20,6 +20,7 @@ from ..core.store import results_dir, write_json
 from ..outputs import plots
 from ..outputs.report import md_table, write_report
 from ..results.dataset import EngineTable
+from ..retrievers import retriever_name
 from ..systems.engines import SPACES, spaces_of
 from ..systems.registry import team_streams, with_streams
 from .dataset import _quiet, as_dataset, preset_runs, sweep_dataset, tune_preset_on
@@ -57,7 +58,7 @@ def engine_table(dataset=None, suite: str | None = None, engines: Sequence[str] 
     rows = []
     for space in spaces:
         specs = [space.streams["vector"], space.streams["keyword"]]
-        key = "+".join(specs)
+        key = "+".join(retriever_name(s) for s in specs)   # run names: no file paths
         if key not in free:
             free[key] = _free(ds, suite, specs, out, metric, progress, allow_missing, log)
         if suite:
@@ -127,7 +128,7 @@ def write_mode_runs(ds, space, result, out: Path, log: Callable[[str], None] = _
 
 def _free(ds, suite, specs, out: Path, metric, progress, allow_missing, log) -> dict:
     """The best free fusion of ``specs``: its held-out value, label and where it is saved."""
-    where = out / "engines" / ("free-" + "-".join(specs))
+    where = out / "engines" / ("free-" + "-".join(retriever_name(s) for s in specs))
     source = f"results/{where.relative_to(results_dir()).as_posix()}/best.json"
     if suite:
         r = sweep_suite(suite, specs, metric=metric, out=where, progress=progress,

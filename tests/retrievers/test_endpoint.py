@@ -171,3 +171,69 @@ def test_through_the_console_script_from_a_team_folder(server, tiny_beir, tmp_pa
     one_line_error(*console("fuse", str(tiny_beir), "-r", "bm25", "-r", "dense;batch=2",
                             env=env)[::2], "go with endpoint=URL")
     assert sorted(p.name for p in (team / "results").rglob("*")) == before
+
+
+def _team_collection(root):
+    """A small team collection (30 documents, 12 queries with qrels) in a BEIR folder."""
+    topics = ["apple orchard harvest", "river flood warning", "solar panel battery",
+              "violin concert music", "mountain hiking trail", "coffee bean roast"]
+    d = root / "teamcoll"
+    (d / "qrels").mkdir(parents=True)
+    docs, queries, qrels = [], [], []
+    for t, topic in enumerate(topics):
+        for j in range(5):
+            words = topic.split()
+            docs.append({"_id": f"d{t}-{j}", "title": words[j % 3].title(),
+                         "text": f"{topic} note {j}: {' '.join(words[: 1 + j % 3])} report"})
+        for j in range(2):
+            queries.append({"_id": f"q{t}-{j}", "text": " ".join(topic.split()[j:j + 2])})
+            qrels += [(f"q{t}-{j}", f"d{t}-{k}", 1 + (k == j)) for k in range(3)]
+    (d / "corpus.jsonl").write_text("".join(json.dumps(x) + "\n" for x in docs))
+    (d / "queries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in queries))
+    (d / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{c}\t{s}\n" for q, c, s in qrels))
+    return d, docs, queries
+
+
+def test_a_team_s_run_file_embeddings_and_endpoint_through_every_command(server, tmp_path):
+    """From the team's own folder: its run file, its embeddings file and its embeddings server
+    go through fuse, sweep, tune -p, engines and judge (free fusion with --current, and -p with
+    --stream), each exit 0, the results kept in the team's folder."""
+    import pandas as pd
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    team = tmp_path / "team"
+    coll, docs, queries = _team_collection(team)
+    env = {"RRFBENCH_RESULTS": str(team / "results"), "RRFBENCH_CACHE": str(team / "cache")}
+    code, _, err = console("retrieve", str(coll), "-r", "bm25", env=env)
+    assert code == 0, err
+    from rrfbench.core.runs import Run
+    bm25 = Run.from_trec(team / "results" / "runs" / "teamcoll" / "test" / "bm25.trec.gz")
+    bm25.to_trec(team / "engine.trec")                       # stands for the team's engine
+    hv = HashingVectorizer(n_features=32, alternate_sign=False, norm=None)
+    rows = [(x["_id"], "document", x["title"] + " " + x["text"]) for x in docs] + \
+        [(x["_id"], "query", x["text"]) for x in queries]
+    mat = hv.transform([r[2] for r in rows]).toarray() + 0.01
+    pd.DataFrame({"id": [r[0] for r in rows], "role": [r[1] for r in rows],
+                  "vector": list(mat)}).to_parquet(team / "emb.parquet")
+    run, vec, api = f"run:{team / 'engine.trec'}", f"vectors:{team / 'emb.parquet'}", _spec(server)
+    for args in (("fuse", str(coll), "-r", run, "-r", vec, "-r", api),
+                 ("sweep", str(coll), "-r", run, "-r", vec),
+                 ("tune", str(coll), "-p", "qdrant-rrf", "--stream", f"keyword={run}",
+                  "--stream", f"dense={api}"),
+                 ("engines", str(coll), "--engine", "qdrant", "--stream", f"keyword={run}",
+                  "--stream", f"dense={vec}"),
+                 ("judge", str(coll), "-p", "qdrant-rrf", "--stream", f"keyword={run}",
+                  "--stream", f"dense={vec}", "--sheet", str(team / "qdrant.tsv")),
+                 ("judge", str(coll), "--current", "rrf k=60 w=0,0.3,0.7", "--sheet",
+                  str(team / "free.tsv"))):
+        code, out, err = console(*args, env=env)
+        assert code == 0, f"{args[0]}: {err[-2000:]}"
+        if args[0] == "tune":        # an engine mode's tuning: results/<dataset>/engines/<mode>/
+            tuned = (team / "results" / "teamcoll" / "engines" / "qdrant-rrf" / "best.json")
+            assert "endpoint-e5-passage" in tuned.read_text()
+    best = json.loads((team / "results" / "teamcoll" / "engines" / "qdrant-rrf" / "best.json")
+                      .read_text())
+    assert "run-engine" in json.dumps(best) and "vectors-emb" in json.dumps(best)
+    assert (team / "results" / "teamcoll" / "engines" / "free-vectors-emb-run-engine").is_dir()
+    assert (team / "qdrant.tsv").read_text().startswith("query_id\tdoc_id\tgrade")
