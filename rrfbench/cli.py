@@ -56,6 +56,8 @@ from .workflows.demo import demo as run_demo
 from .workflows.engine_table import engine_table
 from .workflows.judge import (
     BUDGETS,
+    SPECS,
+    check_streams,
     headline,
     judge_simulated,
     simulation_all,
@@ -367,6 +369,7 @@ def judge(
     preset: Annotated[str, typer.Option("--preset", "-p", help="a studied system or engine mode: its shipped knobs against what the suite selects for it (default: free fusion, RRF k=60)")] = None,
     param: Annotated[list[str], typer.Option("--set", help="with -p: your current knob=value (repeatable)")] = None,
     stream: Streams = None,
+    retriever: Annotated[list[str], typer.Option("-r", "--retriever", help="free fusion's three streams in the suite's order (bm25, fts5, dense), yours in their place, e.g. -r run:engine.trec -r fts5 -r vectors:emb.parquet")] = None,
     current: Annotated[str, typer.Option("--current", help="free fusion: the fusion you run today, as rrfbench labels it, e.g. 'rrf k=60 w=0,0.3,0.7' (streams bm25, fts5, dense)")] = None,
     systems: Annotated[bool, typer.Option("--systems", help="with --simulate --all: free fusion, every studied system and every engine mode, and the table over all of them (results/judging/<suite>/all/)")] = False,
     grader: Annotated[str, typer.Option("--grader", help="who is grading (recorded with each judgment; several graders may judge one log at once)")] = "person",
@@ -381,14 +384,18 @@ def judge(
         return _agreement(dataset, log_path, as_json)
     if stream and not preset:
         raise InputError("--stream: the roles of a studied system or engine mode; give -p SYSTEM")
+    if retriever and preset:
+        raise InputError("-r: free fusion's streams; a system's roles take --stream role=spec")
+    streams = check_streams(retriever) if retriever else None
     with using_streams(stream):
         return _judge(dataset, simulate, budget, method, suite, every, sheet, import_, batch,
                       scale, split, log_path, qrels_out, preset, param, current, systems, grader,
-                      overlap, as_json)
+                      overlap, as_json, streams)
 
 
 def _judge(dataset, simulate, budget, method, suite, every, sheet, import_, batch, scale, split,
-           log_path, qrels_out, preset, param, current, systems, grader, overlap, as_json):
+           log_path, qrels_out, preset, param, current, systems, grader, overlap, as_json,
+           streams=None):
     if preset:
         get_system(preset)                       # a wrong -p or --stream: one line, first
     settings = get_system(preset).parse_settings(param) if preset and param else (
@@ -396,6 +403,8 @@ def _judge(dataset, simulate, budget, method, suite, every, sheet, import_, batc
     if systems and not every:
         raise InputError("--systems: goes with --simulate --all (the table over every fusion)")
     if systems:
+        if streams:
+            raise InputError("--systems -r: the table over every fusion uses the suite's streams")
         if preset:
             raise InputError("--systems -p: --systems covers every system; leave -p out")
         t = simulation_all(suite, log=_quiet if as_json else _log)
@@ -406,7 +415,7 @@ def _judge(dataset, simulate, budget, method, suite, every, sheet, import_, batc
         return _say(headline(s))
     if simulate or every:
         return _judge_simulated(dataset, budget, method, suite, every, as_json, preset, settings,
-                                current)
+                                current, streams)
     if dataset is None:
         raise InputError("judge: name a collection (a name or a BEIR folder)")
     grades = [int(g) for g in parse_numbers("--scale", scale)]
@@ -416,7 +425,7 @@ def _judge(dataset, simulate, budget, method, suite, every, sheet, import_, batc
         raise InputError(f"--overlap: {overlap} is not a share between 0 and 1")
     session = open_session(dataset, suite, split, log_path, grades, method, batch, budget,
                            log=_quiet if as_json else _log, system=preset, settings=settings,
-                           grader=grader, overlap=overlap, current=current)
+                           grader=grader, overlap=overlap, current=current, streams=streams)
     if sheet is not None:
         out = write_sheet(session, sheet)
         return _say(f"{out}: {len(session.next_batch())} pairs to grade "
@@ -466,7 +475,8 @@ def _read_stderr(prompt: str) -> str:
 
 
 def _judge_simulated(dataset, budget, method, suite, every, as_json, preset=None, settings=None,
-                     current=None):
+                     current=None, streams=None):
+    streams = streams or SPECS
     if every:
         if current:
             raise InputError("--all --current: the simulation grades the suite's default; give "
@@ -475,13 +485,13 @@ def _judge_simulated(dataset, budget, method, suite, every, as_json, preset=None
             raise InputError("--all --set: the simulation grades the shipped knobs; give a "
                              "collection to judge your own values")
         s = simulation_summary(simulation_table(suite, log=_quiet if as_json else _log,
-                                                system=preset))
+                                                system=preset, streams=streams))
         if as_json:
             return print(json.dumps(s.round(4).to_dict("records")))
         _show(f"suite {suite}: decisions right by judgments", s)
         return _say(headline(s))
     row = judge_simulated(dataset, suite, budget, method, log=_quiet if as_json else _log,
-                          system=preset, settings=settings, current=current)
+                          system=preset, settings=settings, current=current, streams=streams)
     if as_json:
         return print(json.dumps(row))
     _say(f"{row['collection']}: {'take' if row['take_change'] else 'keep'} -> {row['decision']} "

@@ -36,6 +36,7 @@ from ..judging.judges import NoisyJudge, QrelsJudge
 from ..judging.log import JudgmentLog
 from ..results.dataset import load_result
 from ..results.shipped import shipped
+from ..retrievers import parse_spec, retriever_name
 from ..systems import engines, presets
 from ..systems.registry import get_system
 from ..tuning.holdout import choose_protocol
@@ -188,6 +189,18 @@ def knobs_label(space, params: dict) -> str:
     return ", ".join(f"{k.name}={params[k.name]}" for k in space.knobs if not k.fixed and k.grid)
 
 
+def check_streams(streams: Sequence[str] | None) -> tuple[str, ...]:
+    """Free fusion's streams: three retriever specs standing for the suite's bm25, fts5 and
+    dense, in that order (the suite's configurations weight them by position)."""
+    streams = tuple(streams or SPECS)
+    if len(streams) != len(SPECS):
+        raise InputError(f"-r: free fusion fuses {len(SPECS)} streams, in the suite's order "
+                         f"({', '.join(SPECS)}); got {len(streams)}: {', '.join(streams)}")
+    for spec in streams:
+        parse_spec(spec)
+    return streams
+
+
 def parse_current(text: str, n_runs: int = len(SPECS), names: Sequence[str] = SPECS) -> dict:
     """A team's current fusion written as rrfbench labels it (``rrf k=60 w=0.3,0.3,0.4``,
     ``rrf k=60 w=1,1,1 depth=100,100,100 base=0``, ``convex minmax w=0.2,0.3,0.5
@@ -270,13 +283,15 @@ def candidates(suite: str, collection: str, system: str | None = None,
 
 def fused_candidates(cands: Candidates, dataset, split: str,
                      log: Callable[[str], None] = _quiet,
-                     queries: Sequence[str] | None = None) -> Contest:
+                     queries: Sequence[str] | None = None,
+                     streams: Sequence[str] = SPECS) -> Contest:
     """The candidates' runs on ``split`` as a :class:`~rrfbench.judging.contest.Contest`
     (current, change, alternatives; labelled), with their priors; ``queries``: those the
-    decision is about (default: the split's)."""
+    decision is about (default: the split's); ``streams``: free fusion's three streams in the
+    suite's order (bm25, fts5, dense), a team's own in their place (:func:`check_streams`)."""
     configs = [cands.current, cands.change, *(c for c, _, _ in cands.alternatives)]
     if cands.system is None:
-        runs = load_runs(dataset, list(SPECS), split, log=log)
+        runs = load_runs(dataset, list(check_streams(streams)), split, log=log)
         fused = [Config.from_json(c).fuse(runs) for c in configs]
         labels = [c.get("label") or Config.from_json(c).label(list(SPECS)) for c in configs]
     else:
@@ -297,18 +312,20 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
                       method: str = "sample", seed: int = 0, log_dir: str | Path | None = None,
                       log: Callable[[str], None] = _quiet, system: str | None = None,
                       settings: dict | None = None, kappa: float | None = None,
-                      current: str | None = None) -> list[dict]:
+                      current: str | None = None, streams: Sequence[str] = SPECS) -> list[dict]:
     """One row per budget (see the module docstring): the decision with that many judgments;
     ``kappa``: a noisy simulated judge (:class:`~rrfbench.judging.judges.NoisyJudge`) instead
     of the qrels' own grades."""
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}")
-    key = (dataset.name, protocol.eval_split, suite, system, repr(settings), current)
+    streams = check_streams(streams)
+    key = (dataset.name, protocol.eval_split, suite, system, repr(settings), current, streams)
     if key not in _PREPARED:
         _PREPARED.clear()                     # one collection and fusion at a time
         cands = candidates(suite, dataset.name, system, settings, current)
         qrels = dataset.qrels(protocol.eval_split)   # read by the judge and, at the end, the grader
-        contest = fused_candidates(cands, dataset, protocol.eval_split, log, sorted(qrels.qids))
+        contest = fused_candidates(cands, dataset, protocol.eval_split, log, sorted(qrels.qids),
+                                   streams)
         truth = {lab: evaluate(run, qrels, [METRIC])[METRIC] for lab, run in contest.runs.items()}
         _PREPARED[key] = (cands, qrels, contest, truth, int(len(contest.order("mtc"))))
     cands, qrels, contest, truth, matter = _PREPARED[key]
@@ -344,6 +361,7 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
             advice = (loss, right) if budget == 0 else (float("nan"), False)
         out.append({
             "collection": dataset.name, "system": system or "free fusion", "method": method,
+            "streams": "+".join(retriever_name(x) for x in streams) if system is None else "",
             "judge": "qrels" if kappa is None else f"kappa {kappa:g}",
             "budget": budget, "judgments": len(judged),
             "decision": v.chosen, "current": cur, "take_change": v.take_change,
@@ -407,7 +425,8 @@ def _true_dcg_difference(contest: Contest, qrels, a: str, b: str) -> float:
 
 def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, method: str = "mtc",
                     log: Callable[[str], None] = _quiet, system: str | None = None,
-                    settings: dict | None = None, current: str | None = None) -> dict:
+                    settings: dict | None = None, current: str | None = None,
+                    streams: Sequence[str] = SPECS) -> dict:
     """``rrfbench judge DATASET --simulate``: the decision with ``budget`` simulated judgments
     (a collection of the suite is judged against the suite's decision made without it; any
     other collection against the suite's recommendation)."""
@@ -421,28 +440,35 @@ def judge_simulated(name: str | None, suite: str = "en", budget: int = 200, meth
         ds = load_dataset(name)
         pr = choose_protocol(ds.splits)
     return simulate_decision(ds, pr, suite, sorted({0, budget}), method, log=log, system=system,
-                             settings=settings, current=current)[-1]
+                             settings=settings, current=current, streams=streams)[-1]
 
 
 def simulation_table(suite: str = "en", budgets: Sequence[int] = BUDGETS,
                      methods: Sequence[str] = METHODS, out: str | Path | None = None,
                      log: Callable[[str], None] = _quiet, system: str | None = None,
-                     kappas: Sequence[float] = KAPPAS) -> pd.DataFrame:
+                     kappas: Sequence[float] = KAPPAS,
+                     streams: Sequence[str] = SPECS) -> pd.DataFrame:
     """Every collection x method x budget, and the default method with each noisy judge of
     ``kappas``; writes ``results/judging/<suite>/`` (with ``system``:
-    ``results/judging/<suite>/systems/<system>/``): simulation.csv, summary.json,
+    ``results/judging/<suite>/systems/<system>/``; with other free-fusion ``streams``:
+    ``results/judging/<suite>/streams/<their run names>/``): simulation.csv, summary.json,
     simulation.png and report.md."""
+    streams = check_streams(streams)
+    if system is not None and streams != SPECS:
+        raise InputError("-r: free fusion's streams; a system's roles take --stream role=spec")
     members = suite_members(suite)
     rows = []
-    tmp = Path(out or results_dir() / "judging" / suite / (f"systems/{system}" if system else ""))
+    sub = f"systems/{system}" if system else "" if streams == SPECS else \
+        "streams/" + "+".join(retriever_name(x) for x in streams)
+    tmp = Path(out or results_dir() / "judging" / suite / sub)
     for ds, pr in progress(members, desc=f"judging simulation ({suite}, {system or 'free fusion'})",
                            unit="collection"):
         for m in methods:
             rows += simulate_decision(ds, pr, suite, budgets, m, log_dir=tmp / "logs", log=log,
-                                      system=system)
+                                      system=system, streams=streams)
         for kappa in kappas:
             rows += simulate_decision(ds, pr, suite, budgets, METHODS[0], log_dir=tmp / "logs",
-                                      log=log, system=system, kappa=kappa)
+                                      log=log, system=system, kappa=kappa, streams=streams)
     t = pd.DataFrame(rows)
     summary = simulation_summary(t)
     out = tmp

@@ -45,7 +45,7 @@ from ..judging.log import JudgmentLog
 from ..judging.sampling import uniforms
 from ..retrievers.fts5 import FTS_STOPWORDS
 from .cache import _quiet
-from .judge import Candidates, candidates, fused_candidates
+from .judge import Candidates, candidates, check_streams, fused_candidates
 
 SHEET_COLUMNS = ("query_id", "doc_id", "grade", "query", "document", "why")
 SNIPPET = 700          # characters of a document shown in the terminal and the sheet
@@ -158,7 +158,8 @@ def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = 
                  method: str = "sample", batch: int = 10, budget: int = 200,
                  log: Callable[[str], None] = _quiet, system: str | None = None,
                  settings: dict | None = None, grader: str = "person",
-                 overlap: float = 0.0, current: str | None = None) -> Session:
+                 overlap: float = 0.0, current: str | None = None,
+                 streams: Sequence[str] | None = None) -> Session:
     """A judging session on ``dataset`` (a name or a BEIR folder): its runs are retrieved or
     read from the cache; ``split``: the queries to judge (default: every query); ``system``:
     a studied system or engine mode whose shipped knobs (``settings`` over them) are the
@@ -174,7 +175,7 @@ def open_session(dataset: str | Dataset, suite: str = "en", split: str | None = 
         raise InputError(f"--split: no split {split!r} in {ds.name}; available: "
                          f"{', '.join([UNJUDGED, *ds.splits])}")
     cands = candidates(suite, ds.name, system, settings, current)
-    contest = fused_candidates(cands, ds, split, log)
+    contest = fused_candidates(cands, ds, split, log, streams=check_streams(streams))
     jl = JudgmentLog(log_path or default_log(ds.name), ds.queries.qid, ds.corpus.docid, scale)
     return Session(ds, split, cands, contest, jl, method, batch, budget, grader, overlap)
 

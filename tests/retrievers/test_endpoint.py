@@ -219,14 +219,19 @@ def test_a_team_s_run_file_embeddings_and_endpoint_through_every_command(server,
     run, vec, api = f"run:{team / 'engine.trec'}", f"vectors:{team / 'emb.parquet'}", _spec(server)
     for args in (("fuse", str(coll), "-r", run, "-r", vec, "-r", api),
                  ("sweep", str(coll), "-r", run, "-r", vec),
+                 ("sweep", str(coll), "-r", run, "-r", api),
                  ("tune", str(coll), "-p", "qdrant-rrf", "--stream", f"keyword={run}",
                   "--stream", f"dense={api}"),
                  ("engines", str(coll), "--engine", "qdrant", "--stream", f"keyword={run}",
                   "--stream", f"dense={vec}"),
                  ("judge", str(coll), "-p", "qdrant-rrf", "--stream", f"keyword={run}",
                   "--stream", f"dense={vec}", "--sheet", str(team / "qdrant.tsv")),
+                 ("engines", str(coll), "--engine", "milvus", "--stream", f"keyword={run}",
+                  "--stream", f"dense={api}"),
                  ("judge", str(coll), "--current", "rrf k=60 w=0,0.3,0.7", "--sheet",
-                  str(team / "free.tsv"))):
+                  str(team / "free.tsv")),
+                 ("judge", str(coll), "-r", run, "-r", "fts5", "-r", api, "--current",
+                  "rrf k=60 w=0,0.3,0.7", "--sheet", str(team / "mine.tsv"))):
         code, out, err = console(*args, env=env)
         assert code == 0, f"{args[0]}: {err[-2000:]}"
         if args[0] == "tune":        # an engine mode's tuning: results/<dataset>/engines/<mode>/
@@ -237,3 +242,6 @@ def test_a_team_s_run_file_embeddings_and_endpoint_through_every_command(server,
     assert "run-engine" in json.dumps(best) and "vectors-emb" in json.dumps(best)
     assert (team / "results" / "teamcoll" / "engines" / "free-vectors-emb-run-engine").is_dir()
     assert (team / "qdrant.tsv").read_text().startswith("query_id\tdoc_id\tgrade")
+    assert (team / "mine.tsv").read_text().startswith("query_id\tdoc_id\tgrade")
+    one_line_error(*console("judge", str(coll), "-r", run, "-r", "fts5", "--sheet",
+                            str(team / "x.tsv"), env=env)[::2], "free fusion fuses 3 streams")
