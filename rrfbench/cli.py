@@ -51,15 +51,17 @@ from .workflows.commands import (
     sweep_any,
     tune_any,
 )
-from .workflows.dataset import DEFAULT_KS, DEFAULT_SPECS
+from .workflows.dataset import DEFAULT_KS, DEFAULT_SPECS, as_dataset
 from .workflows.demo import demo as run_demo
 from .workflows.engine_table import engine_table
 from .workflows.judge import (
     BUDGETS,
     SPECS,
+    against_current,
     check_streams,
     headline,
     judge_simulated,
+    parse_current,
     simulation_all,
     simulation_summary,
     simulation_table,
@@ -296,12 +298,18 @@ def sweep(
     scheduler: Scheduler = None,
     workers: Workers = None,
     allow_missing: AllowMissing = False,
+    current: Annotated[str, typer.Option("--current", help="the fusion you run today, as rrfbench labels it (e.g. 'rrf k=60 w=0.3,0.7', one weight per -r): compared with the tuned one on the same held-out queries")] = None,
 ):
     """Sweep fusion configurations, tune honestly; write sweep tables, best.json, plots, report.md.
 
     With --suite: one sweep over every collection of the suite, the leave-one-collection-out
     table and a verdict on whether the tuned constants transfer (results/transfer/<suite>/).
     """
+    if current and suite:
+        raise InputError("--current: compares on one dataset's held-out queries; give DATASET")
+    if current:   # checked before any work: one line naming what is wrong
+        n = len(retriever or ["bm25", "fts5", "dense"])
+        parse_current(current, n, (retriever or ["bm25", "fts5", "dense"]))
     with cluster(scheduler, workers) as client:
         so = sweep_any(dataset, suite, retriever or ["bm25", "fts5", "dense"],
                        methods=method or METHODS, k=parse_numbers("--k", k),
@@ -311,10 +319,18 @@ def sweep(
                        tune_split=tune_split, eval_split=eval_split, folds=folds,
                        run_depth=run_depth, out=out, progress=progress, client=client,
                        allow_missing=allow_missing, log=_quiet if as_json else _log)
+    vs = against_current(so.result, as_dataset(dataset), current, metric) if current else None
     if not as_json:
-        return _render(so.view())
+        _render(so.view())
+        if vs:
+            _say(f"your current fusion {vs['current']}: {vs['metric']} {vs['current_value']:.4f} "
+                 f"on the {vs['queries']} {vs['split']} queries; tuned {vs['tuned']} "
+                 f"{vs['tuned_value']:.4f} ({vs['delta']:+.4f}, paired permutation p "
+                 f"{vs['p_value']:.4g})")
+        return None
     d = so.result.to_json()
-    print(json.dumps(d if suite else {k: v for k, v in d.items() if k != "per_query"}))
+    d = d if suite else {k: v for k, v in d.items() if k != "per_query"}
+    print(json.dumps(d | ({"vs_current": vs} if vs else {})))
 
 
 @app.command()

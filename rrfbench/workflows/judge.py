@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import InputError
-from ..core.evaluation import evaluate
+from ..core.evaluation import evaluate, evaluate_per_query
 from ..core.parallel import process_imap
 from ..core.progress import progress
+from ..core.stats import permutation_test
 from ..core.store import results_dir, write_figure, write_json, write_text
 from ..data.datasets import load_dataset
 from ..fusion.config import Config
@@ -187,6 +188,26 @@ def _suite_result(suite: str, relative: str, missing: str):
 def knobs_label(space, params: dict) -> str:
     """A system's tunable knobs as the suite's results label them (``k=value, ...``)."""
     return ", ".join(f"{k.name}={params[k.name]}" for k in space.knobs if not k.fixed and k.grid)
+
+
+def against_current(result, dataset, current: str, metric: str = METRIC) -> dict:
+    """``sweep DATASET --current``: the team's current fusion (:func:`parse_current`, over the
+    sweep's own streams, in order) on the sweep's evaluation queries, against the tuned
+    configuration's per-query values there (what the sweep reports, per fold under
+    cross-validation), with a paired permutation test."""
+    specs = list(result.specs)
+    names = [retriever_name(x) for x in specs]
+    own = parse_current(current, len(specs), names)
+    runs = load_runs(dataset, specs, result.protocol.eval_split)
+    qids = [str(q) for q in result.per_query["qids"]]
+    per_q = evaluate_per_query(Config.from_json(own).fuse(runs),
+                               dataset.qrels(result.protocol.eval_split), [metric])[metric]
+    mine = per_q.reindex(qids).fillna(0.0).to_numpy()
+    tuned = np.asarray(result.per_query["tuned"], dtype=float)
+    return {"current": own["label"], "metric": metric, "current_value": float(mine.mean()),
+            "tuned": result.label, "tuned_value": float(tuned.mean()),
+            "delta": float(tuned.mean() - mine.mean()), "p_value": permutation_test(tuned, mine),
+            "queries": len(qids), "split": result.protocol.eval_split}
 
 
 def check_streams(streams: Sequence[str] | None) -> tuple[str, ...]:

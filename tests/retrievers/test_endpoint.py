@@ -243,5 +243,11 @@ def test_a_team_s_run_file_embeddings_and_endpoint_through_every_command(server,
     assert (team / "results" / "teamcoll" / "engines" / "free-vectors-emb-run-engine").is_dir()
     assert (team / "qdrant.tsv").read_text().startswith("query_id\tdoc_id\tgrade")
     assert (team / "mine.tsv").read_text().startswith("query_id\tdoc_id\tgrade")
+    code, out, err = console("sweep", str(coll), "-r", run, "-r", vec, "--current",
+                             "rrf k=60 w=0.7,0.3", "--json", env=env)
+    assert code == 0, err
+    vs = json.loads(out)["vs_current"]
+    assert vs["current"] == "rrf k=60 w=0.7,0.3" and vs["queries"] == 12
+    assert vs["delta"] == pytest.approx(vs["tuned_value"] - vs["current_value"])
     one_line_error(*console("judge", str(coll), "-r", run, "-r", "fts5", "--sheet",
                             str(team / "x.tsv"), env=env)[::2], "free fusion fuses 3 streams")
