@@ -30,7 +30,7 @@ from rrfbench.core.store import write_text
 from rrfbench.results.dataset import load_result
 from rrfbench.retrievers import retriever_name
 from rrfbench.workflows.dataset import load_runs, sweep_grid
-from rrfbench.workflows.judge import headline
+from rrfbench.workflows.judging_table import headline
 from rrfbench.workflows.suite import suite_members
 
 SPEC = sys.argv[1] if len(sys.argv) > 1 else "dense;model=use-multilingual-v3"

@@ -59,12 +59,8 @@ from .workflows.judge import (
     SPECS,
     against_current,
     check_streams,
-    headline,
     judge_simulated,
     parse_current,
-    simulation_all,
-    simulation_summary,
-    simulation_table,
 )
 from .workflows.judging_session import (
     default_log,
@@ -73,6 +69,7 @@ from .workflows.judging_session import (
     open_session,
     write_sheet,
 )
+from .workflows.judging_table import headline, simulation_all, simulation_summary, simulation_table
 from .workflows.options import check_specs, parse_depths, parse_numbers
 from .workflows.suite import adapt_suite
 

@@ -97,7 +97,7 @@ def test_the_readme_headline_is_the_committed_simulation_table():
     may remain)."""
     import pandas as pd
 
-    from rrfbench.workflows.judge import headline
+    from rrfbench.workflows.judging_table import headline
 
     text = " ".join((ROOT / "README.md").read_text().split())
     for sub in ("", "all/"):
