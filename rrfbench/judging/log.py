@@ -157,9 +157,11 @@ class JudgmentLog:
         """Append whole lines under the exclusive lock, fsynced (one ``write`` per line)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.locked():
-            if self.path.exists():
-                raw = self.path.read_bytes()
-                if raw and not raw.endswith(b"\n"):   # a torn last line: set it aside first
+            if self.path.exists() and self.path.stat().st_size:
+                with open(self.path, "rb") as f:        # only the last byte: is it whole?
+                    f.seek(-1, os.SEEK_END)
+                    torn = f.read(1) != b"\n"
+                if torn:                                 # a torn last line: set it aside first
                     self._read()
                     self._rewrite()
             with open(self.path, "ab") as f:
