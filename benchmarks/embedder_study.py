@@ -16,7 +16,7 @@ Needs, first (the encoding is the long part: 36 min for the nine corpora on 2 co
     rrfbench sweep --suite en -r bm25 -r fts5 -r 'dense;model=use-multilingual-v3' --out results/embedders/use-multilingual-v3
     rrfbench judge --simulate --all -r bm25 -r fts5 -r 'dense;model=use-multilingual-v3'
 
-Then ``python benchmarks/embedder_study.py [SPEC]`` writes ``results/embedders/<name>/report.md``
+Then ``python benchmarks/embedder_study.py [SPEC]`` writes ``results/embedders/<name>/study.md``
 and ``study.csv`` and prints the table.
 """
 
@@ -27,6 +27,7 @@ from _common import ROOT
 
 from rrfbench import evaluate
 from rrfbench.core.store import write_text
+from rrfbench.fusion.config import Config
 from rrfbench.results.dataset import load_result
 from rrfbench.retrievers import retriever_name
 from rrfbench.workflows.dataset import load_runs, sweep_grid
@@ -44,7 +45,7 @@ other = load_result(OUT / "best.json")
 grid = {c.label(["bm25", "fts5", "dense"]): c for c in sweep_grid(3)}
 mini_loco = {r["collection"]: r["selected"] for r in mini.loco}
 other_loco = {r["collection"]: r["selected"] for r in other.loco}
-default = "rrf k=60 w=1,1,1"
+default = Config.from_json(mini.default["config"])   # RRF k=60, equal weights
 
 rows = []
 for ds, pr in suite_members("en"):
@@ -52,7 +53,8 @@ for ds, pr in suite_members("en"):
     runs = load_runs(ds, STREAMS, pr.eval_split)
 
     def value(label, runs=runs, qrels=qrels):
-        return evaluate(grid[label].fuse(runs), qrels, ["nDCG@10"])["nDCG@10"]
+        cfg = label if isinstance(label, Config) else grid[label]
+        return evaluate(cfg.fuse(runs), qrels, ["nDCG@10"])["nDCG@10"]
 
     c = ds.name
     v = {"default": value(default), "mini_rec": value(mini.label),
@@ -99,5 +101,5 @@ lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in t.to_dict("
 lines += ["", "Selections (MiniLM LOCO -> other LOCO): " + "; ".join(
     f"{r['collection']}: `{r['minilm_loco_selection']}` -> `{r['other_loco_selection']}`"
     for r in rows), ""]
-write_text(OUT / "report.md", "\n".join(lines) + "\n")
+write_text(OUT / "study.md", "\n".join(lines) + "\n")
 print("\n".join(lines))
