@@ -11,7 +11,7 @@ and asks, per collection of suite en:
 * how does ``judge --simulate`` do when the prior comes from the MiniLM suite and the streams
   are the other embedder's (a team whose embedder is not rrfbench's)?
 
-Needs, first (the encoding is the long part: 36 min for the nine corpora on 2 cores here):
+Needs, first (the encoding is the long part: about 37 min for the nine corpora on 2 cores here):
 
     rrfbench sweep --suite en -r bm25 -r fts5 -r 'dense;model=use-multilingual-v3' --out results/embedders/use-multilingual-v3
     rrfbench judge --simulate --all -r bm25 -r fts5 -r 'dense;model=use-multilingual-v3'
