@@ -59,7 +59,10 @@ def priority_order(table: pd.DataFrame, weight: str = "w", seed: int | str = 0) 
     and document id), with the columns ``u`` and ``priority`` added."""
     t = table[table[weight] > 0]
     u = uniforms(t.qid.tolist(), t.docid.tolist(), seed)
-    t = t.assign(u=u, priority=t[weight].to_numpy() / u)
+    # rounded to 12 significant digits: a weight's last bits (a discount's log2 on another
+    # CPU's vector unit) must not reorder the queue (ties: query, then document id)
+    raw = t[weight].to_numpy() / u
+    t = t.assign(u=u, priority=[float(f"{x:.12g}") for x in raw])
     return t.sort_values(["priority", "qid", "docid"], ascending=[False, True, True],
                          kind="mergesort").reset_index(drop=True)
 
