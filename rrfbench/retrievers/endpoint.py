@@ -43,7 +43,7 @@ from ..core.errors import InputError
 from ..core.progress import progress
 from ..core.runs import Run, docid_keys
 from ..core.store import cache_dir, write_with
-from .vectors import topk_cosine
+from .vectors import topk_cosine, unit_rows
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -184,9 +184,8 @@ class EndpointRetriever:
 
 
 def _unit(mat: np.ndarray, what: str, ids: list[str]) -> np.ndarray:
-    norms = np.linalg.norm(mat.astype(np.float64), axis=1)
-    bad = np.flatnonzero(~np.isfinite(norms) | (norms == 0))
-    if len(bad):
-        raise EndpointError(f"dense: the endpoint gave {what} {ids[bad[0]]!r} a zero or "
+    unit, bad = unit_rows(mat)
+    if bad is not None:
+        raise EndpointError(f"dense: the endpoint gave {what} {ids[bad]!r} a zero or "
                             "non-finite embedding")
-    return (mat / norms[:, None]).astype(np.float32)
+    return unit

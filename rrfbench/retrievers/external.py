@@ -35,7 +35,7 @@ import pandas as pd
 
 from ..core.errors import CoverageWarning, InputError
 from ..core.runs import Run, docid_keys, read_text
-from .vectors import topk_cosine
+from .vectors import topk_cosine, unit_rows
 
 
 def _digest(path: Path) -> str:
@@ -241,9 +241,10 @@ class VectorsRetriever:
                 raise InputError(f"{key[0]} id {key[1]!r} appears twice (rows {seen[key]} and {i})",
                                  self.path)
             seen[key] = i
-        norms = np.linalg.norm(mat.astype(np.float64), axis=1) if mat.size else np.zeros(len(ids))
-        for i in np.flatnonzero(~np.isfinite(norms) | (norms == 0)):
-            raise InputError(f"{roles[i]} id {ids[i]!r}: a zero or non-finite vector", self.path)
+        unit, bad = unit_rows(mat)
+        if bad is not None:
+            raise InputError(f"{roles[bad]} id {ids[bad]!r}: a zero or non-finite vector",
+                             self.path)
         docids = dataset.corpus.docid.astype(str).tolist()
         known_q = set(dataset.queries.qid.astype(str))
         doc_rows = {d: i for (r, d), i in seen.items() if r == "document"}
@@ -260,9 +261,7 @@ class VectorsRetriever:
         if missing:
             raise InputError(f"{len(missing)} of {dataset.name}'s {len(docids)} documents have "
                              f"no vector (first: {missing[0]!r})", self.path)
-        docs = mat[[doc_rows[d] for d in docids]]
-        return docs / norms[[doc_rows[d] for d in docids], None].astype(np.float32), \
-            {q: mat[i] / np.float32(norms[i]) for q, i in q_rows.items()}
+        return unit[[doc_rows[d] for d in docids]], {q: unit[i] for q, i in q_rows.items()}
 
     def retrieve(self, dataset, queries: pd.DataFrame, depth: int) -> Run:
         docs, qvec = self.check(dataset)

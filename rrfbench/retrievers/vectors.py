@@ -53,6 +53,18 @@ def _blocks(docs, size: int):
 GRID = 2.0 ** 20   # embedding components are scored on this grid (see exact_cosines)
 
 
+def unit_rows(mat: np.ndarray) -> tuple[np.ndarray, int | None]:
+    """``mat``'s rows scaled to unit length (norms in float64, the division in float32), and the
+    index of the first zero or non-finite row (``None`` if every row is usable): the one
+    normalisation of a team's embeddings, from a file or an endpoint."""
+    mat = np.asarray(mat, dtype=np.float32)
+    norms = np.linalg.norm(mat.astype(np.float64), axis=1) if mat.size else np.zeros(len(mat))
+    bad = np.flatnonzero(~np.isfinite(norms) | (norms == 0))
+    if len(bad):
+        return mat, int(bad[0])
+    return mat / norms[:, None].astype(np.float32), None
+
+
 def exact_cosines(queries: np.ndarray, docs: np.ndarray) -> np.ndarray:
     """``queries @ docs.T`` for L2-normalised rows, computed exactly: every component is rounded
     to a multiple of 2^-20 (|error| <= 5e-7), so each product is an integer multiple of 2^-40 below
