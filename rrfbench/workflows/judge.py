@@ -345,8 +345,9 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
         contest = fused_candidates(cands, dataset, protocol.eval_split, log, sorted(qrels.qids),
                                    streams)
         truth = {lab: evaluate(run, qrels, [METRIC])[METRIC] for lab, run in contest.runs.items()}
-        _PREPARED[key] = (cands, qrels, contest, truth, int(len(contest.order("mtc"))))
-    cands, qrels, contest, truth, matter = _PREPARED[key]
+        true_dcg = _true_dcg_difference(contest, qrels, contest.current, contest.change)
+        _PREPARED[key] = (cands, qrels, contest, truth, int(len(contest.order("mtc"))), true_dcg)
+    cands, qrels, contest, truth, matter, true_dcg = _PREPARED[key]
     queries = sorted(qrels.qids)
     max_grade = int(max(qrels.df.relevance.max(), 1))
     judge = QrelsJudge(qrels) if kappa is None else NoisyJudge(
@@ -399,7 +400,7 @@ def simulate_decision(dataset, protocol, suite: str = "en", budgets: Sequence[in
             "ndcg10_current": round(truth[cur], 6), "ndcg10_change": round(truth[chg], 6),
             "ndcg10_best_alternative": round(max((truth[a] for a in contest.alternatives),
                                                  default=float("nan")), 6),
-            "dcg10_true_change": round(_true_dcg_difference(contest, qrels, cur, chg), 6),
+            "dcg10_true_change": round(true_dcg, 6),
             "ndcg10_decision": round(truth[v.chosen], 6),
             "right": right,
             "right_of_two": bool(max(truth[cur], truth[chg]) - truth[v.chosen] <= RIGHT_TOL),
