@@ -44,6 +44,21 @@ def grid_bits(k: int) -> int:
     return (MANTISSA - max(1, math.ceil(math.log2(max(k, 2))))) // 2
 
 
+@njit(cache=True, nogil=True)
+def _frexp_exponent32(m):
+    """``math.frexp``'s exponent of the finite non-negative float32 whose bit pattern is ``m``,
+    read off the bits (0 for zero; subnormals by their highest set bit)."""
+    biased = np.int64(m >> np.uint32(23))
+    if biased > 0:
+        return biased - 126
+    mant = np.int64(m)
+    n = 0
+    while mant > 0:
+        mant >>= 1
+        n += 1
+    return n - 149 if n > 0 else 0
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _grid_rows32(x, bits, q, e):
     """Rows of float32 ``x`` (2-D) on the grid: ``q`` the integers (float64), ``e`` each row's
@@ -56,7 +71,7 @@ def _grid_rows32(x, bits, q, e):
         for j in range(x.shape[1]):
             v = u[i, j] & np.uint32(0x7FFFFFFF)
             m = max(m, v if v < np.uint32(0x7F800000) else np.uint32(0))
-        ex = math.frexp(np.float64(np.array([m], dtype=np.uint32).view(np.float32)[0]))[1]
+        ex = _frexp_exponent32(m)  # no float round trip, no allocation per row
         scale = math.ldexp(1.0, bits - ex)  # a power of two: the product is exact
         for j in range(x.shape[1]):
             q[i, j] = np.rint(np.float64(x[i, j]) * scale)  # half to even
@@ -94,6 +109,46 @@ def _scale_back(c, ea, eb, bits, out):
         pa = math.ldexp(1.0, ea[b, i] - bits)
         for j in range(nn):
             out[b, i, j] = np.float32(c[b, i, j] * pa * pb[b, j])
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _scale_back_linear(c, ea, eb, bits, bias, resid, out):
+    """:func:`_scale_back` for a linear layer, 2-D: ``out = float32(c * 2^..) + bias`` (then
+    ``+ resid`` where ``resid`` has rows), each addition a float32 one in that order: the bits
+    of the separate tensor additions it replaces, without their passes over memory."""
+    nm, nn = c.shape
+    pb = np.empty(nn, dtype=np.float64)
+    for j in range(nn):
+        pb[j] = math.ldexp(1.0, eb[j] - bits)
+    if resid.shape[0] > 0:
+        for i in prange(nm):
+            pa = math.ldexp(1.0, ea[i] - bits)
+            for j in range(nn):
+                out[i, j] = (np.float32(c[i, j] * pa * pb[j]) + bias[j]) + resid[i, j]
+    else:
+        for i in prange(nm):
+            pa = math.ldexp(1.0, ea[i] - bits)
+            for j in range(nn):
+                out[i, j] = np.float32(c[i, j] * pa * pb[j]) + bias[j]
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _scale_back_scores(c, ea, eb, bits, scaling, mask, heads, out):
+    """:func:`_scale_back` for attention scores (texts x heads stacked on the first axis):
+    ``out = float32(c * 2^..) * scaling + mask[text, key]``, two float32 operations in that
+    order (the bits of the tensor operations they replace)."""
+    nb, nm, nn = c.shape
+    pb = np.empty((nb, nn), dtype=np.float64)
+    for r in prange(nb):
+        for j in range(nn):
+            pb[r, j] = math.ldexp(1.0, eb[r, j] - bits)
+    for r in prange(nb * nm):
+        b = r // nm
+        i = r - b * nm
+        t = b // heads
+        pa = math.ldexp(1.0, ea[b, i] - bits)
+        for j in range(nn):
+            out[b, i, j] = np.float32(c[b, i, j] * pa * pb[b, j]) * scaling + mask[t, j]
 
 
 def grid_rows(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -141,16 +196,44 @@ class TorchExact:
         return grid_rows(x.detach().contiguous().numpy(), bits)
 
     @staticmethod
-    def matmul(a, b_rows_grid, bits: int):
-        """``a @ b`` where ``b_rows_grid`` = :meth:`grid_rows` of ``b``'s transpose."""
-        import torch
-
+    def sums(a, b_rows_grid, bits: int):
+        """The exact integer sums of ``a @ b`` (float64) and ``a``'s row exponents."""
         qb, eb = b_rows_grid
         qa, ea = TorchExact.grid_rows(a, bits)
         if qb.ndim == 2:  # one 2-D product (NumPy loops over a stack: half the speed)
             c = (qa.reshape(-1, qa.shape[-1]) @ qb.T).reshape(qa.shape[:-1] + qb.shape[:1])
         else:
             c = np.matmul(qa, np.swapaxes(qb, -1, -2))
+        return c, ea
+
+    @staticmethod
+    def matmul(a, b_rows_grid, bits: int, bias=None, residual=None, scores=None):
+        """``a @ b`` where ``b_rows_grid`` = :meth:`grid_rows` of ``b``'s transpose; with
+        ``bias`` (and ``residual``), ``a @ b + bias (+ residual)`` for a 2-D ``b``; with
+        ``scores`` = (scaling, mask (texts x keys), heads), ``(a @ b) * scaling + mask`` for
+        attention's stacked (texts x heads) products. Each addition and the scaling is the
+        float32 operation the separate tensor operation would do, in the same order."""
+        import torch
+
+        c, ea = TorchExact.sums(a, b_rows_grid, bits)
+        eb = b_rows_grid[1]
+        if bias is not None:
+            n = c.shape[-1]
+            out = np.empty(c.shape, dtype=np.float32)
+            resid = np.empty((0, n), np.float32) if residual is None else \
+                residual.detach().contiguous().numpy().reshape(-1, n)
+            _scale_back_linear(c.reshape(-1, n), ea.reshape(-1), eb, bits,
+                               bias.detach().contiguous().numpy(), resid, out.reshape(-1, n))
+            return torch.from_numpy(out)
+        if scores is not None:
+            scaling, mask, heads = scores
+            lead = c.shape[:-2]
+            c3 = c.reshape((-1,) + c.shape[-2:])
+            out = np.empty(c3.shape, dtype=np.float32)
+            _scale_back_scores(c3, ea.reshape(c3.shape[:2]), eb.reshape(c3.shape[0], -1), bits,
+                               np.float32(scaling), mask.detach().contiguous().numpy(), heads,
+                               out)
+            return torch.from_numpy(out.reshape(lead + c.shape[-2:]))
         return torch.from_numpy(scale_back(c, ea, eb, bits))
 
 
@@ -160,17 +243,29 @@ def exact_matmul(a, b):
     return TorchExact.matmul(a, TorchExact.grid_rows(b.transpose(-1, -2), bits), bits)
 
 
+def exact_scores(q, k, scaling: float, mask):
+    """Attention's ``q @ k^T * scaling + mask`` for ``q``, ``k`` (texts, heads, tokens, head
+    size) and ``mask`` (texts, tokens; 0 or float32's lowest, added per key): the product
+    exact, then the float32 scaling and addition."""
+    bits = grid_bits(q.shape[-1])
+    return TorchExact.matmul(q, TorchExact.grid_rows(k, bits), bits,
+                             scores=(scaling, mask, q.shape[1]))
+
+
 def weight_grid(weight):
     """A linear layer's weight (out x in, as torch stores it: its rows are the columns of the
     right operand) on the grid, once."""
     return TorchExact.grid_rows(weight, grid_bits(weight.shape[1]))
 
 
-def exact_linear(x, weight_grid_, bias=None):
-    """``x @ W.T + bias`` with the product exact and the bias added afterwards in float32
-    (a bias inside the product, as ``addmm`` does, would be a rounded partial sum)."""
-    out = TorchExact.matmul(x, weight_grid_, grid_bits(x.shape[-1]))
-    return out if bias is None else out + bias
+def exact_linear(x, weight_grid_, bias=None, residual=None):
+    """``x @ W.T + bias (+ residual)`` with the product exact and the bias (and the residual)
+    added afterwards in float32 (a bias inside the product, as ``addmm`` does, would be a
+    rounded partial sum)."""
+    bits = grid_bits(x.shape[-1])
+    if bias is None:
+        return TorchExact.matmul(x, weight_grid_, bits)
+    return TorchExact.matmul(x, weight_grid_, bits, bias=bias, residual=residual)
 
 
 def warm() -> None:
@@ -179,6 +274,12 @@ def warm() -> None:
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     exact_matmul_numpy(a, a.T.copy())
     exact_matmul_numpy(a.astype(np.float64), a.T.astype(np.float64))
+    c, e = np.ones((3, 3)), np.zeros(3, dtype=np.int64)
+    for resid in (np.empty((0, 3), np.float32), np.ones((3, 3), np.float32)):
+        _scale_back_linear(c, e, e, 24, np.ones(3, np.float32), resid,
+                           np.empty((3, 3), np.float32))
+    _scale_back_scores(c[None], e[None], e[None], 24, np.float32(0.5),
+                       np.zeros((1, 3), np.float32), 1, np.empty((1, 3, 3), np.float32))
 
 
 if __name__ == "__main__":  # through the package's module, so numba caches under its name

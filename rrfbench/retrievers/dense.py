@@ -46,18 +46,21 @@ import platform
 import re
 import shutil
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..core.errors import InputError, MissingDependencyError, choice
+from ..core.heap import reused_heap
 from ..core.parallel import shard_map
 from ..core.portable_math import check_portable_torch
 from ..core.progress import progress
 from ..core.runs import Run, docid_keys
 from ..core.store import cache_dir, exclusive, results_dir, write_json, write_npy, write_with
 from .base import lib_versions
+from .exact_use import EXACT_USE_RECIPE
 from .multilingual import USE_MULTILINGUAL, USEMultilingual
 from .vectors import EmbeddingShards, topk_cosine
 
@@ -230,6 +233,8 @@ class DenseRetriever:
             backend = f"onnx-int8 ({quantization_config(backend)})"
         elif backend == "torch":
             backend = TORCH_BACKEND_LABEL if self.exact_products() else TORCH_PLAIN_LABEL
+        elif self.model_name == USE_MULTILINGUAL:
+            backend = EXACT_USE_RECIPE  # in every embedding cache key: the bits changed
         out = {"model": self.model_name, "backend": backend,
                "max_seq_length": self.effective_max_seq_length(),
                "query_prefix": self.query_prefix, "doc_prefix": self.doc_prefix,
@@ -370,9 +375,11 @@ class DenseRetriever:
         emb = np.zeros((len(inputs), dim_of() or 0), dtype=np.float32)
         bar = progress(total=len(inputs), desc=f"dense: encode {len(inputs)} {role} texts",
                        unit="text", enabled=self.show_progress and len(inputs) > 1024)
-        for rows in batch_order(inputs, self.batch_size):
-            emb[rows] = _forward(model, [inputs[i] for i in rows], prompt_name)
-            bar.update(len(rows))
+        # the exact pass's float64 temporaries stay in the heap (rrfbench.core.heap)
+        with reused_heap() if getattr(model, "_rrfbench_exact", None) else nullcontext():
+            for rows in batch_order(inputs, self.batch_size):
+                emb[rows] = _forward(model, [inputs[i] for i in rows], prompt_name)
+                bar.update(len(rows))
         bar.close()
         return emb
 

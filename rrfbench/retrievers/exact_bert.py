@@ -28,7 +28,7 @@ import json
 import math
 from pathlib import Path
 
-from ..core.exact_products import exact_linear, exact_matmul, weight_grid
+from ..core.exact_products import exact_linear, exact_matmul, exact_scores, weight_grid
 
 ATTENTION_CHUNK = 4  # texts per attention step: 4 x 12 heads x 256^2 float64 scores = 25 MB
 
@@ -124,13 +124,14 @@ class ExactBert:
             })
 
     @staticmethod
-    def _attention(qkv, bias_mask, scaling: float):
-        """softmax(QK^T * scaling + mask) V for a few texts: two exact products, the rest
-        ATen's kernels (a few texts at a time keep the score tensors in the CPU's cache)."""
+    def _attention(qkv, key_mask, scaling: float):
+        """softmax(QK^T * scaling + mask) V for a few texts: two exact products (the float32
+        scaling and mask applied as the first one's sums are scaled back), the softmax ATen's
+        (a few texts at a time keep the score tensors in the CPU's cache)."""
         import torch
 
         q, k, v = qkv[0], qkv[1], qkv[2]
-        scores = exact_matmul(q, k.transpose(-1, -2)) * scaling + bias_mask
+        scores = exact_scores(q, k, scaling, key_mask)
         return exact_matmul(torch.softmax(scores, dim=-1), v)
 
     def __call__(self, features: dict):
@@ -151,19 +152,19 @@ class ExactBert:
             x = self.word[ids] + self.token_type[types]
             x = x + self.position[:s].unsqueeze(0)
             x = F.layer_norm(x, x.shape[-1:], *self.emb_norm[:2], eps=self.emb_norm[2])
-            bias_mask = (1.0 - mask[:, None, None, :].to(torch.float32)) * \
-                torch.finfo(torch.float32).min
+            key_mask = (1.0 - mask.to(torch.float32)) * torch.finfo(torch.float32).min
             scaling = 1.0 / math.sqrt(d)
             for p in self.layers:
                 qkv = exact_linear(x, *p["qkv"]).view(n, s, 3, heads, d).permute(2, 0, 3, 1, 4)
-                ctx = torch.cat([self._attention(qkv[:, a:a + ATTENTION_CHUNK],
-                                                 bias_mask[a:a + ATTENTION_CHUNK], scaling)
-                                 for a in range(0, n, ATTENTION_CHUNK)])
+                ctx = torch.empty((n, heads, s, d), dtype=torch.float32)
+                for a in range(0, n, ATTENTION_CHUNK):
+                    ctx[a:a + ATTENTION_CHUNK] = self._attention(
+                        qkv[:, a:a + ATTENTION_CHUNK], key_mask[a:a + ATTENTION_CHUNK], scaling)
                 ctx = ctx.transpose(1, 2).reshape(n, s, heads * d)
-                x = F.layer_norm(exact_linear(ctx, *p["att_out"]) + x, x.shape[-1:],
+                x = F.layer_norm(exact_linear(ctx, *p["att_out"], residual=x), x.shape[-1:],
                                  *p["att_norm"][:2], eps=p["att_norm"][2])
                 h = F.gelu(exact_linear(x, *p["up"]))
-                x = F.layer_norm(exact_linear(h, *p["down"]) + x, x.shape[-1:],
+                x = F.layer_norm(exact_linear(h, *p["down"], residual=x), x.shape[-1:],
                                  *p["out_norm"][:2], eps=p["out_norm"][2])
             m = mask.to(torch.float32)
             pooled = exact_matmul(m.unsqueeze(1), x).squeeze(1)

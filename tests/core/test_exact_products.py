@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import sys
+
 import numpy as np
 import pytest
 
@@ -95,3 +98,79 @@ def test_torch_and_numpy_give_the_same_bits():
     assert got.numpy().tobytes() == want.tobytes()
     batched = exact_matmul(torch.from_numpy(a), torch.from_numpy(a).transpose(-1, -2))
     assert batched.numpy().tobytes() == exact_matmul_numpy(a, np.swapaxes(a, -1, -2)).tobytes()
+
+
+def test_a_row_s_exponent_is_read_off_its_bits_as_frexp_gives_it():
+    """The grid's scale comes from the largest entry's exponent, read off the float32 bit
+    pattern (no float round trip): the same as ``math.frexp`` for zero, subnormals, normals
+    and the largest finite float."""
+    import math
+
+    from rrfbench.core.exact_products import _frexp_exponent32
+
+    rng = np.random.default_rng(0)
+    u = np.concatenate([rng.integers(0, 0x7F800000, 20000, dtype=np.uint32),
+                        np.arange(0, 3000, dtype=np.uint32),
+                        np.uint32([0x7F7FFFFF, 0x00800000, 0x007FFFFF, 1, 0])])
+    want = [math.frexp(float(v))[1] for v in u.view(np.float32)]
+    assert [_frexp_exponent32(x) for x in u] == want
+
+
+def test_the_fused_additions_give_the_bits_of_the_separate_tensor_operations():
+    """A linear layer's bias and residual, and attention's scaling and key mask, applied as the
+    exact sums are scaled back: the same bits as the float32 tensor operations they replace."""
+    torch = pytest.importorskip("torch")
+    from rrfbench.core.exact_products import (
+        TorchExact,
+        exact_linear,
+        exact_matmul,
+        exact_scores,
+        grid_bits,
+        weight_grid,
+    )
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 17, 64, generator=g)
+    w = torch.randn(48, 64, generator=g)
+    bias, resid = torch.randn(48, generator=g), torch.randn(3, 17, 48, generator=g)
+    grid = weight_grid(w)
+    plain = TorchExact.matmul(x, grid, grid_bits(64))
+    assert torch.equal(exact_linear(x, grid, bias), plain + bias)
+    assert torch.equal(exact_linear(x, grid, bias, residual=resid), plain + bias + resid)
+    q, k = torch.randn(2, 3, 9, 32, generator=g), torch.randn(2, 3, 9, 32, generator=g)
+    mask = torch.tensor([[0.0] * 9, [0.0] * 6 + [torch.finfo(torch.float32).min] * 3])
+    scaling = 1.0 / math.sqrt(32)
+    want = exact_matmul(q, k.transpose(-1, -2)) * scaling + mask[:, None, None, :]
+    assert torch.equal(exact_scores(q, k, scaling, mask), want)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc")
+def test_within_reused_heap_a_large_block_comes_from_the_heap():
+    """Outside, glibc maps a 64 MB array on its own (and unmaps it when freed, so the next one
+    is mapped and zeroed again); within :func:`reused_heap` it comes from the heap, which keeps
+    it for the next product. Read off glibc's own accounting (``mallinfo2``)."""
+    import ctypes
+
+    from rrfbench.core.heap import _glibc, reused_heap
+
+    libc = _glibc()
+    if libc is None or not hasattr(libc, "mallinfo2"):
+        pytest.skip("not glibc 2.33 or newer")
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+            "uordblks", "fordblks", "keepcost")]
+    libc.mallinfo2.restype = MallInfo2
+
+    def mapped_alone_while_alive() -> int:
+        before = libc.mallinfo2().hblkhd
+        a = np.ones(8 << 20)  # 64 MB
+        grown = libc.mallinfo2().hblkhd - before
+        del a
+        return grown
+
+    assert mapped_alone_while_alive() >= 64 << 20
+    with reused_heap():
+        assert mapped_alone_while_alive() == 0
+    assert mapped_alone_while_alive() >= 64 << 20  # glibc's thresholds set back

@@ -43,11 +43,11 @@ def _permuted(matmul, seed):
     summed in another order."""
     import torch
 
-    def run(a, b_rows_grid, bits):
+    def run(a, b_rows_grid, bits, **epilogue):
         qb, eb = b_rows_grid
         order = np.random.default_rng(seed).permutation(a.shape[-1])
         return matmul(a[..., torch.from_numpy(order)].contiguous(),
-                      (np.ascontiguousarray(qb[..., order]), eb), bits)
+                      (np.ascontiguousarray(qb[..., order]), eb), bits, **epilogue)
     return run
 
 
@@ -77,12 +77,10 @@ def test_one_plain_float32_product_in_another_order_changes_bits(encoder, monkey
     for seed in (0, 1):
         order = torch.from_numpy(np.random.default_rng(seed).permutation(32))
 
-        def plain(a, b, order=order):
-            if a.shape[-1] != 32:  # QK^T only (K = head size 32); PV stays exact
-                return eb.__dict__["_exact_matmul"](a, b)
-            return torch.matmul(a[..., order], b[..., order, :])
+        def plain(q, k, scaling, key_mask, order=order):  # QK^T only; PV stays exact
+            scores = torch.matmul(q[..., order], k.transpose(-1, -2)[..., order, :])
+            return scores * scaling + key_mask[:, None, None, :]
         with monkeypatch.context() as m:
-            m.setattr(eb, "_exact_matmul", eb.exact_matmul, raising=False)
-            m.setattr(eb, "exact_matmul", plain)
+            m.setattr(eb, "exact_scores", plain)
             got.append(exact(features).numpy().tobytes())
     assert got[0] != want and got[1] != want and got[0] != got[1]
