@@ -94,15 +94,22 @@ def _grid_rows(x, bits, q, e):
         e[i] = ex
 
 
+@njit(cache=True, nogil=True)
+def _powers(e, bits):
+    """``2^(e - bits)`` for a 2-D array of exponents: the columns' exact scalings, once."""
+    out = np.empty(e.shape, dtype=np.float64)
+    for r in range(e.shape[0]):
+        for j in range(e.shape[1]):
+            out[r, j] = math.ldexp(1.0, e[r, j] - bits)
+    return out
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _scale_back(c, ea, eb, bits, out):
     """``out[b, i, j] = float32(c[b, i, j] * 2^(ea[b, i] - bits) * 2^(eb[b, j] - bits))``: two
     exact scalings of an exact sum, then the one rounding to float32."""
     nb, nm, nn = c.shape
-    pb = np.empty((nb, nn), dtype=np.float64)
-    for r in prange(nb):
-        for j in range(nn):
-            pb[r, j] = math.ldexp(1.0, eb[r, j] - bits)
+    pb = _powers(eb, bits)
     for r in prange(nb * nm):
         b = r // nm
         i = r - b * nm
@@ -117,9 +124,7 @@ def _scale_back_linear(c, ea, eb, bits, bias, resid, out):
     ``+ resid`` where ``resid`` has rows), each addition a float32 one in that order: the bits
     of the separate tensor additions it replaces, without their passes over memory."""
     nm, nn = c.shape
-    pb = np.empty(nn, dtype=np.float64)
-    for j in range(nn):
-        pb[j] = math.ldexp(1.0, eb[j] - bits)
+    pb = _powers(eb.reshape(1, nn), bits)[0]
     if resid.shape[0] > 0:
         for i in prange(nm):
             pa = math.ldexp(1.0, ea[i] - bits)
@@ -138,10 +143,7 @@ def _scale_back_scores(c, ea, eb, bits, scaling, mask, heads, out):
     ``out = float32(c * 2^..) * scaling + mask[text, key]``, two float32 operations in that
     order (the bits of the tensor operations they replace)."""
     nb, nm, nn = c.shape
-    pb = np.empty((nb, nn), dtype=np.float64)
-    for r in prange(nb):
-        for j in range(nn):
-            pb[r, j] = math.ldexp(1.0, eb[r, j] - bits)
+    pb = _powers(eb, bits)
     for r in prange(nb * nm):
         b = r // nm
         i = r - b * nm
