@@ -24,9 +24,8 @@ row's scale, and a sum that meets one is NaN or infinite whatever the order. The
 what FLINT and FFLAS-FFPACK use to multiply integer matrices with ``dgemm``; rrfbench's
 :func:`rrfbench.retrievers.vectors.exact_cosines` scores on the same idea.
 
-Used by :mod:`rrfbench.retrievers.exact_bert` (torch tensors, :class:`TorchExact`);
-:func:`exact_matmul_numpy` is the same for NumPy arrays (the multilingual encoder's NumPy pass
-does not use it yet: issue 55, item 2).
+Used by :mod:`rrfbench.retrievers.exact_bert` (torch tensors, :class:`TorchExact`) and
+:mod:`rrfbench.retrievers.exact_use` (:func:`exact_matmul_numpy`, the same for NumPy arrays).
 """
 
 from __future__ import annotations
